@@ -1,0 +1,86 @@
+"""Configuration: where the memory file and the models live, and which models to use.
+
+Resolution order for each location: the config value, then an environment variable, then a
+documented default. The environment is read when a `Memory` is built, never at import.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+DB_ENV = "OFFLINE_MEM_DB"
+MODELS_ENV = "OFFLINE_MEM_MODELS"
+DEFAULT_DB_PATH = Path("~/.local/share/offline_mem/memory.db")
+DEFAULT_USER_MODELS_DIR = Path("~/.local/share/offline_mem/models")
+
+DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
+DEFAULT_EXTRACTOR = "qwen2.5-coder-1.5b-instruct"
+DEFAULT_NLP = "en_core_web_sm"
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """Settings of a `Memory`. Unknown keys are an error, never silently ignored."""
+
+    path: str | None = None
+    models_dir: str | None = None
+    embedder: str = DEFAULT_EMBEDDER
+    extractor: str = DEFAULT_EXTRACTOR
+    nlp: str = DEFAULT_NLP
+    threads: int | None = None
+    custom_instructions: str | None = None
+    busy_timeout_ms: int = 30_000
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any] | None) -> MemoryConfig:
+        values = dict(values or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(
+                f"unknown config key(s) {unknown}; known keys are {sorted(known - {'extra'})}"
+            )
+        for key in ("path", "models_dir", "custom_instructions"):
+            if values.get(key) is not None and not isinstance(values[key], (str, os.PathLike)):
+                raise ConfigError(f"config {key!r} must be a string path, got {values[key]!r}")
+            if isinstance(values.get(key), os.PathLike):
+                values[key] = os.fspath(values[key])
+        threads = values.get("threads")
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise ConfigError(f"config 'threads' must be a positive integer, got {threads!r}")
+        return cls(**values)
+
+
+def resolve_db_path(config: MemoryConfig) -> str:
+    """The memory file: config `path`, else $OFFLINE_MEM_DB, else ~/.local/share/offline_mem."""
+    if config.path is not None:
+        return config.path if config.path == ":memory:" else str(Path(config.path).expanduser())
+    env = os.environ.get(DB_ENV)
+    if env:
+        return str(Path(env).expanduser())
+    return str(DEFAULT_DB_PATH.expanduser())
+
+
+def checkout_models_dir() -> Path:
+    """`models/` beside the package, which exists when running from a checkout."""
+    return Path(__file__).resolve().parent.parent / "models"
+
+
+def resolve_models_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The models folder: explicit value, else $OFFLINE_MEM_MODELS, else the checkout's `models/`
+    when it holds a manifest, else ~/.local/share/offline_mem/models."""
+    if explicit is not None:
+        return Path(explicit).expanduser()
+    env = os.environ.get(MODELS_ENV)
+    if env:
+        return Path(env).expanduser()
+    checkout = checkout_models_dir()
+    if (checkout / "manifest.json").is_file():
+        return checkout
+    return DEFAULT_USER_MODELS_DIR.expanduser()

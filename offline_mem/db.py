@@ -1,0 +1,148 @@
+"""One SQLite connection with sqlite-vec loaded, WAL mode, a busy timeout and `atomic()`.
+
+The stdlib `sqlite3` is used where it can load extensions; many Python builds (pyenv, macOS)
+cannot, and then `sqlean` — a drop-in DB-API driver that bundles SQLite — is used instead.
+Every statement goes through `Database.execute`, so a tracer sees (and tests can fail) each one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from types import ModuleType
+from typing import Any
+
+import sqlite_vec
+
+from .errors import CorruptFileError, StoreError
+
+Tracer = Callable[[str, Sequence[Any]], None]
+
+
+def _stdlib_can_load_extensions() -> bool:
+    return hasattr(sqlite3.Connection, "enable_load_extension")
+
+
+def sqlite_driver() -> ModuleType:
+    """The DB-API module to use: stdlib sqlite3 when it can load extensions, else sqlean."""
+    if _stdlib_can_load_extensions():
+        return sqlite3
+    import sqlean  # type: ignore[import-untyped]
+
+    return sqlean  # type: ignore[no-any-return]
+
+
+def _is_corruption(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "not a database" in text or "malformed" in text or "corrupt" in text
+
+
+class Database:
+    """A connection in autocommit mode; transactions are explicit through `atomic()`."""
+
+    def __init__(self, path: str, *, busy_timeout_ms: int = 30_000) -> None:
+        self.path = path
+        self.driver = sqlite_driver()
+        self.tracer: Tracer | None = None
+        self._depth = 0
+        try:
+            # isolation_level=None: we issue BEGIN/COMMIT ourselves, never the driver.
+            self.conn = self.driver.connect(
+                path, isolation_level=None, timeout=busy_timeout_ms / 1000, check_same_thread=False
+            )
+        except self.driver.Error as exc:
+            raise StoreError(f"cannot open memory file {path!r}: {exc}") from exc
+        try:
+            self.conn.enable_load_extension(True)
+            sqlite_vec.load(self.conn)
+            self.conn.enable_load_extension(False)
+            self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            if path != ":memory:":
+                self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA synchronous = NORMAL" if path == ":memory:" else "PRAGMA synchronous = FULL")
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except self.driver.DatabaseError as exc:
+            self.conn.close()
+            if _is_corruption(exc):
+                raise CorruptFileError(
+                    f"{path!r} is not a readable memory file ({exc}); restore it from a backup "
+                    "or point `path` at another file"
+                ) from exc
+            raise StoreError(f"cannot open memory file {path!r}: {exc}") from exc
+
+    # -- statements -------------------------------------------------------------------------
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        if self.tracer is not None:
+            self.tracer(sql, params)
+        try:
+            return self.conn.execute(sql, params)
+        except self.driver.DatabaseError as exc:
+            if _is_corruption(exc):
+                raise CorruptFileError(f"memory file {self.path!r} is corrupted: {exc}") from exc
+            raise
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> Any:
+        if self.tracer is not None:
+            self.tracer(sql, rows)
+        return self.conn.executemany(sql, rows)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return list(self.execute(sql, params).fetchall())
+
+    def query_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self.execute(sql, params).fetchone()
+
+    # -- transactions -----------------------------------------------------------------------
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """One transaction (SAVEPOINT when nested); rolled back and re-raised on any error.
+
+        BEGIN IMMEDIATE takes the write lock up front, so concurrent writers wait on the busy
+        timeout instead of failing with SQLITE_BUSY when a read transaction tries to upgrade.
+        """
+        if self._depth:
+            name = f"sp{self._depth}"
+            self.execute(f"SAVEPOINT {name}")
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._depth -= 1
+                self.conn.execute(f"ROLLBACK TO {name}")
+                self.conn.execute(f"RELEASE {name}")
+                raise
+            self._depth -= 1
+            self.execute(f"RELEASE {name}")
+            return
+        self.execute("BEGIN IMMEDIATE")
+        self._depth = 1
+        try:
+            yield
+            self.execute("COMMIT")
+        except BaseException:
+            self._depth = 0
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")  # never traced: a rollback must not be failable
+            raise
+        self._depth = 0
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A read transaction: several SELECTs see one consistent state of the file."""
+        if self._depth:
+            yield
+            return
+        self.conn.execute("BEGIN")
+        self._depth = 1
+        try:
+            yield
+        finally:
+            self._depth = 0
+            self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        self.conn.close()

@@ -1,0 +1,103 @@
+"""Embedders: one abstract batch method; vectors are float32, L2-normalised.
+
+The sentence-transformers implementation loads the pinned all-MiniLM-L6-v2 from a verified local
+folder, with every hub lookup switched off; the weights load lazily, on the first embed.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import ModelError
+
+
+@dataclass(frozen=True)
+class EmbedderIdentity:
+    """What the memory file pins: a vector from another identity is never mixed in."""
+
+    name: str
+    sha256: str
+    dimension: int
+
+
+class Embedder(ABC):
+    identity: EmbedderIdentity
+
+    @abstractmethod
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """Return a (len(texts), dimension) float32 array of unit-length rows."""
+
+    def embed(self, text: str) -> np.ndarray:
+        return self.embed_batch([text])[0]
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release model resources; the default has none."""
+
+
+def normalize_rows(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (vectors / norms).astype(np.float32, copy=False)
+
+
+_OFFLINE_FLAGS = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+
+
+class SentenceTransformerEmbedder(Embedder):
+    """all-MiniLM-L6-v2 (or any sentence-transformers folder) from a local, verified path."""
+
+    def __init__(
+        self, model_dir: Path, identity: EmbedderIdentity, *, batch_size: int = 64
+    ) -> None:
+        self.model_dir = Path(model_dir)
+        self.identity = identity
+        self.batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                # Set before the import: transformers and huggingface_hub read them at import.
+                for key, value in _OFFLINE_FLAGS.items():
+                    os.environ.setdefault(key, value)
+                from sentence_transformers import SentenceTransformer
+
+                try:
+                    self._model = SentenceTransformer(
+                        str(self.model_dir), device="cpu", local_files_only=True
+                    )
+                except Exception as exc:  # the library raises many types; one typed error out
+                    raise ModelError(f"cannot load embedder from {self.model_dir}: {exc}") from exc
+                dim = self._model.get_sentence_embedding_dimension()
+                if dim != self.identity.dimension:
+                    raise ModelError(
+                        f"embedder at {self.model_dir} gives {dim} dimensions, "
+                        f"the manifest says {self.identity.dimension}"
+                    )
+            return self._model
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.identity.dimension), dtype=np.float32)
+        model = self._load()
+        vectors = model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        return normalize_rows(vectors)
+
+    def close(self) -> None:
+        self._model = None

@@ -1,0 +1,72 @@
+"""The one small error hierarchy of offline_mem.
+
+Every exception the library raises on purpose derives from `OfflineMemError`; where a builtin
+fits, the class also derives from it, so `except ValueError` in an application written for Mem0
+keeps working. The CLI alone turns these into messages and exit codes.
+"""
+
+from __future__ import annotations
+
+
+class OfflineMemError(Exception):
+    """Base class of every error offline_mem raises on purpose."""
+
+
+class ValidationError(OfflineMemError, ValueError):
+    """An argument is malformed: a bad id, message, filter, date or range. Nothing was changed."""
+
+
+class ScopeRequiredError(ValidationError):
+    """No user_id, agent_id or run_id was given where one is required."""
+
+
+class MemoryNotFoundError(OfflineMemError, KeyError):
+    """No memory with this id exists in the scope the caller named."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else "memory not found"
+
+
+class ConfigError(OfflineMemError, ValueError):
+    """The configuration has an unknown key or a value of the wrong kind."""
+
+
+class StoreError(OfflineMemError):
+    """The memory file cannot be opened or written."""
+
+
+class CorruptFileError(StoreError):
+    """The memory file is not a database offline_mem can trust (truncated, corrupted, foreign)."""
+
+
+class SchemaVersionError(StoreError):
+    """The memory file was written by a newer offline_mem than this one."""
+
+
+class EmbedderMismatchError(StoreError):
+    """The memory file was written with another embedder than the one configured."""
+
+
+class ModelError(OfflineMemError):
+    """A pinned model is missing, unverifiable or failed to run."""
+
+
+class ModelNotFoundError(ModelError, FileNotFoundError):
+    """A model named in the manifest has not been fetched into the models folder."""
+
+
+class ModelIntegrityError(ModelError):
+    """A model file's size or sha256 differs from the manifest."""
+
+    def __init__(self, path: str, expected: str, actual: str) -> None:
+        super().__init__(
+            f"{path}: sha256 {actual} does not match the manifest's {expected}; "
+            "fetch it again (scripts/fetch_models) or import a verified bundle"
+        )
+        self.path = path
+        self.expected = expected
+        self.actual = actual
+
+
+class ExtractionError(ModelError):
+    """The extractor model failed or produced output outside its schema. Nothing was changed."""

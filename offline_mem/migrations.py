@@ -1,0 +1,174 @@
+"""Named, append-only schema migrations. Never edit or reorder one that has shipped: add a new one.
+
+Each migration runs once, inside the opening transaction, and is recorded in `migrations`.
+`MigrationContext` carries what DDL needs to know (the embedder's dimension for the vector table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .db import Database
+
+
+@dataclass(frozen=True)
+class MigrationContext:
+    dimension: int
+
+
+def _m001_core(db: Database, ctx: MigrationContext) -> None:
+    db.execute(
+        """CREATE TABLE meta (
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        )"""
+    )
+    db.execute(
+        """CREATE TABLE memories (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            text TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            run_id TEXT,
+            scope TEXT NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            role TEXT,
+            actor_id TEXT,
+            attributed_to TEXT,
+            memory_type TEXT,
+            state TEXT NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'superseded')),
+            superseded_by TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT,
+            observed_at TEXT,
+            expiration_date TEXT,
+            embedder_sha256 TEXT NOT NULL,
+            extractor_sha256 TEXT,
+            prompt_version TEXT
+        )"""
+    )
+    db.execute("CREATE INDEX memories_user ON memories(user_id, state)")
+    db.execute("CREATE INDEX memories_agent ON memories(agent_id, state)")
+    db.execute("CREATE INDEX memories_run ON memories(run_id, state)")
+    db.execute("CREATE INDEX memories_scope_hash ON memories(scope, hash)")
+    # Vectors: rowid = memories.rowid. Partitioned by user_id ('' when none) so a user's
+    # search scans only that user's chunks; every other filter is applied inside the KNN
+    # through `rowid IN (SELECT ... FROM memories WHERE ...)`.
+    db.execute(
+        "CREATE VIRTUAL TABLE memory_vectors USING vec0("
+        "user_id TEXT PARTITION KEY, "
+        f"embedding FLOAT[{int(ctx.dimension)}] distance_metric=cosine)"
+    )
+    # Keyword index: rowid = memories.rowid; holds the text prepared for keyword search.
+    db.execute(
+        "CREATE VIRTUAL TABLE memory_keywords USING fts5(text, tokenize='porter unicode61')"
+    )
+    db.execute(
+        """CREATE TABLE entities (
+            rowid INTEGER PRIMARY KEY,
+            scope TEXT NOT NULL,
+            name TEXT NOT NULL,
+            norm TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            UNIQUE (scope, norm)
+        )"""
+    )
+    db.execute(
+        """CREATE TABLE entity_links (
+            entity_rowid INTEGER NOT NULL REFERENCES entities(rowid) ON DELETE CASCADE,
+            memory_rowid INTEGER NOT NULL REFERENCES memories(rowid) ON DELETE CASCADE,
+            PRIMARY KEY (entity_rowid, memory_rowid)
+        ) WITHOUT ROWID"""
+    )
+    db.execute("CREATE INDEX entity_links_memory ON entity_links(memory_rowid)")
+    db.execute(
+        """CREATE TABLE history (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            memory_id TEXT NOT NULL,
+            old_memory TEXT,
+            new_memory TEXT,
+            event TEXT NOT NULL CHECK (event IN ('ADD', 'UPDATE', 'DELETE', 'SUPERSEDE')),
+            related_memory_id TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT,
+            is_deleted INTEGER NOT NULL DEFAULT 0,
+            actor_id TEXT,
+            role TEXT
+        )"""
+    )
+    db.execute("CREATE INDEX history_memory ON history(memory_id, rowid)")
+    # Every message ever added, in insertion order: seq is AUTOINCREMENT, so it never repeats
+    # or goes backwards, and ordering never depends on timestamps.
+    db.execute(
+        """CREATE TABLE messages (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            scope TEXT NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            run_id TEXT,
+            role TEXT NOT NULL,
+            name TEXT,
+            content TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            observed_at TEXT
+        )"""
+    )
+    db.execute("CREATE INDEX messages_scope ON messages(scope, seq)")
+    db.execute(
+        """CREATE TABLE provenance (
+            memory_rowid INTEGER NOT NULL REFERENCES memories(rowid) ON DELETE CASCADE,
+            message_seq INTEGER NOT NULL REFERENCES messages(seq) ON DELETE CASCADE,
+            PRIMARY KEY (memory_rowid, message_seq)
+        ) WITHOUT ROWID"""
+    )
+    db.execute("CREATE INDEX provenance_message ON provenance(message_seq)")
+
+
+Migration = Callable[[Database, MigrationContext], None]
+
+MIGRATIONS: list[tuple[str, Migration]] = [
+    ("001_core", _m001_core),
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def applied_migrations(db: Database) -> list[str]:
+    exists = db.query_one(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'"
+    )
+    if not exists:
+        return []
+    return [row[0] for row in db.query("SELECT name FROM migrations ORDER BY rowid")]
+
+
+def migrate(db: Database, ctx: MigrationContext) -> list[str]:
+    """Apply the migrations this file lacks, in order; returns their names. Call inside atomic()."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
+    done = set(applied_migrations(db))
+    unknown = done - {name for name, _ in MIGRATIONS}
+    if unknown:
+        from .errors import SchemaVersionError
+
+        raise SchemaVersionError(
+            f"the memory file has migrations this offline_mem does not know: {sorted(unknown)}; "
+            "upgrade offline_mem to open it"
+        )
+    applied = []
+    for name, step in MIGRATIONS:
+        if name in done:
+            continue
+        step(db, ctx)
+        db.execute(
+            "INSERT INTO migrations (name, applied_at) VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ'))",
+            (name,),
+        )
+        applied.append(name)
+    return applied

@@ -1,0 +1,475 @@
+"""The one-file store: every table of a memory file and the only code that writes them.
+
+Each public write method is exactly one transaction (`Database.atomic`): memories, vectors,
+keyword rows, entity links, history, messages and provenance change together or not at all.
+Keep this interface narrow: a PostgreSQL + pgvector store would implement the same methods.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from .db import Database, Tracer
+from .embedder import EmbedderIdentity
+from .errors import CorruptFileError, EmbedderMismatchError, MemoryNotFoundError
+from .filters import CompiledFilter
+from .migrations import SCHEMA_VERSION, MigrationContext, migrate
+from .records import (
+    AddPlan,
+    EntityMention,
+    HistoryRecord,
+    MemoryRecord,
+    MessageRecord,
+    NewMemory,
+)
+from .timeutil import iso, unexpired_clause, utc_now
+from .validation import SCOPE_KEYS, Scope
+
+MAX_KNN = 4096  # sqlite-vec's largest k
+
+
+def keyword_text(text: str) -> str:
+    """The text indexed for keyword search (the FTS5 tokenizer stems it)."""
+    return text
+
+
+def _vector_blob(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def _partition(user_id: str | None) -> str:
+    return user_id or ""
+
+
+class Store:
+    def __init__(self, db: Database, embedder: EmbedderIdentity) -> None:
+        self.db = db
+        self.embedder = embedder
+
+    @classmethod
+    def open(
+        cls, path: str, *, embedder: EmbedderIdentity, busy_timeout_ms: int = 30_000
+    ) -> Store:
+        db = Database(path, busy_timeout_ms=busy_timeout_ms)
+        try:
+            with db.atomic():
+                migrate(db, MigrationContext(dimension=embedder.dimension))
+                _pin_embedder(db, embedder)
+        except CorruptFileError:
+            db.close()
+            raise
+        except Exception as exc:
+            db.close()
+            if isinstance(exc, (EmbedderMismatchError,)) or exc.__class__.__module__.startswith(
+                "offline_mem"
+            ):
+                raise
+            raise CorruptFileError(f"cannot use {path!r} as a memory file: {exc}") from exc
+        return cls(db, embedder)
+
+    def close(self) -> None:
+        self.db.close()
+
+    @property
+    def tracer(self) -> Tracer | None:
+        return self.db.tracer
+
+    @tracer.setter
+    def tracer(self, value: Tracer | None) -> None:
+        self.db.tracer = value
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        with self.db.atomic():
+            yield
+
+    # -- meta ---------------------------------------------------------------------------------
+
+    def meta(self) -> dict[str, str]:
+        return dict(self.db.query("SELECT key, value FROM meta ORDER BY key"))
+
+    def set_meta(self, values: dict[str, str]) -> None:
+        with self.db.atomic():
+            for key, value in values.items():
+                self.db.execute(
+                    "INSERT INTO meta (key, value) VALUES (?, ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    (key, value),
+                )
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def apply_add(self, plan: AddPlan, *, now: datetime | None = None) -> list[str]:
+        """Write messages, memories and everything attached to them; returns the new ids."""
+        now = now or utc_now()
+        with self.db.atomic():
+            seqs = self._insert_messages(plan, now)
+            for memory in plan.memories:
+                self._insert_memory(plan, memory, seqs, now)
+        return [m.id for m in plan.memories]
+
+    def _insert_messages(self, plan: AddPlan, now: datetime) -> list[int]:
+        last = self.db.query_one("SELECT max(created_at) FROM messages")[0]
+        moment = now
+        seqs = []
+        for message in plan.messages:
+            # Strictly increasing timestamps: no two messages share one, even in a batch.
+            if last is not None and iso(moment) <= last:
+                moment = datetime.fromisoformat(last) + timedelta(microseconds=1)
+            stamp = iso(moment)
+            last = stamp
+            cursor = self.db.execute(
+                "INSERT INTO messages (id, scope, user_id, agent_id, run_id, role, name, content,"
+                " created_at, observed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (message.id, plan.scope.key, plan.scope.user_id, plan.scope.agent_id,
+                 plan.scope.run_id, message.role, message.name, message.content, stamp,
+                 message.observed_at),
+            )  # fmt: skip
+            seqs.append(cursor.lastrowid)
+        return seqs
+
+    def _insert_memory(
+        self, plan: AddPlan, memory: NewMemory, seqs: Sequence[int], now: datetime
+    ) -> None:
+        scope = plan.scope
+        stamp = iso(now)
+        cursor = self.db.execute(
+            "INSERT INTO memories (id, text, hash, user_id, agent_id, run_id, scope, metadata,"
+            " role, actor_id, attributed_to, memory_type, state, created_at, updated_at,"
+            " observed_at, expiration_date, embedder_sha256, extractor_sha256, prompt_version)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?, ?, ?)",
+            (memory.id, memory.text, memory.hash, scope.user_id, scope.agent_id, scope.run_id,
+             scope.key, json.dumps(memory.metadata, ensure_ascii=False), memory.role,
+             memory.actor_id, memory.attributed_to, memory.memory_type, stamp, stamp,
+             memory.observed_at, memory.expiration_date, plan.embedder_sha256,
+             plan.extractor_sha256, plan.prompt_version),
+        )  # fmt: skip
+        rowid = cursor.lastrowid
+        self._write_index_rows(rowid, scope.user_id, memory.vector, memory.keyword_text)
+        for index in memory.source_messages:
+            self.db.execute(
+                "INSERT OR IGNORE INTO provenance (memory_rowid, message_seq) VALUES (?, ?)",
+                (rowid, seqs[index]),
+            )
+        self._link_entities(rowid, scope, memory.entities)
+        self._history(memory.id, None, memory.text, "ADD", stamp, memory.actor_id, memory.role)
+        for old_id in memory.supersedes:
+            self._supersede(old_id, memory.id, stamp)
+
+    def _write_index_rows(
+        self, rowid: int, user_id: str | None, vector: np.ndarray, keywords: str
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO memory_vectors (rowid, user_id, embedding) VALUES (?, ?, ?)",
+            (rowid, _partition(user_id), _vector_blob(vector)),
+        )
+        self.db.execute(
+            "INSERT INTO memory_keywords (rowid, text) VALUES (?, ?)", (rowid, keywords)
+        )
+
+    def _link_entities(self, rowid: int, scope: Scope, entities: Sequence[EntityMention]) -> None:
+        for entity in entities:
+            self.db.execute(
+                "INSERT INTO entities (scope, name, norm, kind) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(scope, norm) DO NOTHING",
+                (scope.key, entity.name, entity.norm, entity.kind),
+            )
+            self.db.execute(
+                "INSERT OR IGNORE INTO entity_links (entity_rowid, memory_rowid) "
+                "SELECT rowid, ? FROM entities WHERE scope = ? AND norm = ?",
+                (rowid, scope.key, entity.norm),
+            )
+
+    def _supersede(self, old_id: str, new_id: str, stamp: str) -> None:
+        row = self.db.query_one(
+            "SELECT text FROM memories WHERE id = ? AND state = 'active'", (old_id,)
+        )
+        if row is None:
+            return  # already superseded within this batch
+        self.db.execute(
+            "UPDATE memories SET state = 'superseded', superseded_by = ?, updated_at = ? "
+            "WHERE id = ?",
+            (new_id, stamp, old_id),
+        )
+        self._history(old_id, row[0], row[0], "SUPERSEDE", stamp, None, None, related=new_id)
+
+    def _history(
+        self,
+        memory_id: str,
+        old: str | None,
+        new: str | None,
+        event: str,
+        stamp: str,
+        actor_id: str | None,
+        role: str | None,
+        *,
+        related: str | None = None,
+        is_deleted: bool = False,
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO history (id, memory_id, old_memory, new_memory, event, related_memory_id,"
+            " created_at, updated_at, is_deleted, actor_id, role)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (str(uuid.uuid4()), memory_id, old, new, event, related, stamp, stamp,
+             int(is_deleted), actor_id, role),
+        )  # fmt: skip
+
+    def update_memory(
+        self,
+        record: MemoryRecord,
+        *,
+        text: str | None,
+        text_hash: str | None,
+        vector: np.ndarray | None,
+        metadata: dict[str, Any] | None,
+        expiration_date: str | type[Ellipsis] | None,
+        now: datetime | None = None,
+    ) -> None:
+        stamp = iso(now or utc_now())
+        with self.db.atomic():
+            current = self._require_same(record)
+            sets, params = ["updated_at = ?"], [stamp]
+            if text is not None:
+                sets += ["text = ?", "hash = ?"]
+                params += [text, text_hash]
+            if metadata is not None:
+                sets.append("metadata = ?")
+                params.append(json.dumps(metadata, ensure_ascii=False))
+            if expiration_date is not Ellipsis:
+                sets.append("expiration_date = ?")
+                params.append(expiration_date)
+            self.db.execute(f"UPDATE memories SET {', '.join(sets)} WHERE rowid = ?",
+                            (*params, current.rowid))  # fmt: skip
+            if text is not None and vector is not None:
+                self.db.execute(
+                    "UPDATE memory_vectors SET embedding = ? WHERE rowid = ?",
+                    (_vector_blob(vector), current.rowid),
+                )
+                self.db.execute(
+                    "UPDATE memory_keywords SET text = ? WHERE rowid = ?",
+                    (keyword_text(text), current.rowid),
+                )
+            new_text = text if text is not None else current.text
+            self._history(current.id, current.text, new_text, "UPDATE", stamp,
+                          current.actor_id, current.role)  # fmt: skip
+
+    def _require_same(self, record: MemoryRecord) -> MemoryRecord:
+        """Re-read inside the transaction: another process may have deleted it meanwhile."""
+        current = self.get(record.id)
+        if current is None:
+            raise MemoryNotFoundError(f"memory {record.id!r} no longer exists")
+        return current
+
+    def delete_memory(self, record: MemoryRecord, *, now: datetime | None = None) -> None:
+        stamp = iso(now or utc_now())
+        with self.db.atomic():
+            current = self._require_same(record)
+            self._delete_rows([current], stamp)
+
+    def _delete_rows(self, records: Sequence[MemoryRecord], stamp: str) -> None:
+        for record in records:
+            self._history(record.id, record.text, None, "DELETE", stamp, record.actor_id,
+                          record.role, is_deleted=True)  # fmt: skip
+            self.db.execute("DELETE FROM memory_vectors WHERE rowid = ?", (record.rowid,))
+            self.db.execute("DELETE FROM memory_keywords WHERE rowid = ?", (record.rowid,))
+            # entity_links and provenance go with the row (ON DELETE CASCADE)
+            self.db.execute("DELETE FROM memories WHERE rowid = ?", (record.rowid,))
+        self._drop_unlinked_entities()
+
+    def _drop_unlinked_entities(self) -> None:
+        self.db.execute(
+            "DELETE FROM entities WHERE NOT EXISTS "
+            "(SELECT 1 FROM entity_links l WHERE l.entity_rowid = entities.rowid)"
+        )
+
+    def delete_scope(self, scope: Scope, *, now: datetime | None = None) -> int:
+        """Delete every memory and message whose ids match each id given (as Mem0's delete_all:
+        user_id='u' removes all of u's memories, whatever their agent or run)."""
+        stamp = iso(now or utc_now())
+        where, params = _scope_match(scope, "")
+        with self.db.atomic():
+            records = [
+                MemoryRecord.from_row(row)
+                for row in self.db.query(
+                    f"SELECT {MemoryRecord.COLUMNS} FROM memories WHERE {where} ORDER BY rowid",
+                    params,
+                )
+            ]
+            self._delete_rows(records, stamp)
+            self.db.execute(f"DELETE FROM messages WHERE {where}", params)
+        return len(records)
+
+    def reset(self) -> None:
+        """Remove every memory, message, entity and history row; the schema and meta stay."""
+        with self.db.atomic():
+            for table in ("provenance", "entity_links", "entities", "memory_vectors",
+                          "memory_keywords", "memories", "messages", "history"):  # fmt: skip
+                self.db.execute(f"DELETE FROM {table}")
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def get(self, memory_id: str) -> MemoryRecord | None:
+        row = self.db.query_one(
+            f"SELECT {MemoryRecord.COLUMNS} FROM memories WHERE id = ?", (memory_id,)
+        )
+        return None if row is None else MemoryRecord.from_row(row)
+
+    def _visibility(
+        self, *, now: datetime, include_expired: bool, include_superseded: bool
+    ) -> tuple[str, list[Any]]:
+        parts, params = [], []
+        if not include_superseded:
+            parts.append("m.state = 'active'")
+        if not include_expired:
+            clause, clause_params = unexpired_clause("m.expiration_date", now)
+            parts.append(clause)
+            params += clause_params
+        return (" AND ".join(parts) or "1"), params
+
+    def list(
+        self,
+        where: CompiledFilter,
+        *,
+        limit: int,
+        offset: int = 0,
+        include_expired: bool = False,
+        include_superseded: bool = False,
+        now: datetime | None = None,
+    ) -> list[MemoryRecord]:
+        """Newest first, as Mem0's get_all."""
+        visible, vparams = self._visibility(
+            now=now or utc_now(), include_expired=include_expired,
+            include_superseded=include_superseded,
+        )  # fmt: skip
+        columns = ", ".join(f"m.{c.strip()}" for c in MemoryRecord.COLUMNS.split(","))
+        rows = self.db.query(
+            f"SELECT {columns} FROM memories m WHERE {where.sql} AND {visible} "
+            "ORDER BY m.created_at DESC, m.rowid DESC LIMIT ? OFFSET ?",
+            (*where.params, *vparams, limit, offset),
+        )
+        return [MemoryRecord.from_row(row) for row in rows]
+
+    def vector_search(
+        self,
+        vector: np.ndarray,
+        where: CompiledFilter,
+        *,
+        k: int,
+        include_expired: bool = False,
+        include_superseded: bool = False,
+        now: datetime | None = None,
+    ) -> list[tuple[MemoryRecord, float]]:
+        """Exact KNN among the memories that pass the filter: the filter is applied inside the
+        KNN (`rowid IN (...)`), never to a global top-k. Returns (record, cosine similarity)."""
+        visible, vparams = self._visibility(
+            now=now or utc_now(), include_expired=include_expired,
+            include_superseded=include_superseded,
+        )  # fmt: skip
+        partition_sql, partition_params = "", []
+        if where.scope.user_id is not None:
+            partition_sql, partition_params = " AND v.user_id = ?", [where.scope.user_id]
+        hits = self.db.query(
+            "SELECT v.rowid, v.distance FROM memory_vectors v"
+            f" WHERE v.embedding MATCH ? AND k = ?{partition_sql}"
+            f" AND v.rowid IN (SELECT m.rowid FROM memories m WHERE {where.sql} AND {visible})"
+            " ORDER BY v.distance",
+            (_vector_blob(vector), min(k, MAX_KNN), *partition_params, *where.params, *vparams),
+        )
+        if not hits:
+            return []
+        records = self._records_by_rowid([rowid for rowid, _ in hits])
+        return [(records[rowid], 1.0 - float(distance)) for rowid, distance in hits]
+
+    def _records_by_rowid(self, rowids: Sequence[int]) -> dict[int, MemoryRecord]:
+        marks = ", ".join("?" for _ in rowids)
+        rows = self.db.query(
+            f"SELECT {MemoryRecord.COLUMNS} FROM memories WHERE rowid IN ({marks})", rowids
+        )
+        return {row[0]: MemoryRecord.from_row(row) for row in rows}
+
+    def history(self, memory_id: str) -> list[HistoryRecord]:
+        rows = self.db.query(
+            f"SELECT {HistoryRecord.COLUMNS} FROM history WHERE memory_id = ? ORDER BY rowid",
+            (memory_id,),
+        )
+        return [HistoryRecord(*row) for row in rows]
+
+    def recent_messages(self, scope: Scope, limit: int = 10) -> list[MessageRecord]:
+        """The last `limit` messages of exactly this scope, oldest first."""
+        rows = self.db.query(
+            f"SELECT {MessageRecord.COLUMNS} FROM messages WHERE scope = ? "
+            "ORDER BY seq DESC LIMIT ?",
+            (scope.key, limit),
+        )
+        return [MessageRecord(*row) for row in reversed(rows)]
+
+    def sources(self, memory_rowid: int) -> list[MessageRecord]:
+        """The messages a memory came from, in order."""
+        columns = ", ".join(f"msg.{c.strip()}" for c in MessageRecord.COLUMNS.split(","))
+        rows = self.db.query(
+            f"SELECT {columns} FROM provenance p JOIN messages msg ON msg.seq = p.message_seq "
+            "WHERE p.memory_rowid = ? ORDER BY msg.seq",
+            (memory_rowid,),
+        )
+        return [MessageRecord(*row) for row in rows]
+
+    def hashes_in_scope(self, scope: Scope, hashes: Sequence[str]) -> set[str]:
+        if not hashes:
+            return set()
+        marks = ", ".join("?" for _ in hashes)
+        rows = self.db.query(
+            f"SELECT hash FROM memories WHERE scope = ? AND state = 'active' AND hash IN ({marks})",
+            (scope.key, *hashes),
+        )
+        return {row[0] for row in rows}
+
+    def counts(self) -> dict[str, int]:
+        tables = ("memories", "memory_vectors", "memory_keywords", "entities", "entity_links",
+                  "history", "messages", "provenance")  # fmt: skip
+        return {t: self.db.query_one(f"SELECT count(*) FROM {t}")[0] for t in tables}
+
+
+def _scope_match(scope: Scope, alias: str) -> tuple[str, list[str]]:
+    prefix = f"{alias}." if alias else ""
+    parts, params = [], []
+    for key in SCOPE_KEYS:
+        value = getattr(scope, key)
+        if value is not None:
+            parts.append(f"{prefix}{key} = ?")
+            params.append(value)
+    return " AND ".join(parts), params
+
+
+def _pin_embedder(db: Database, embedder: EmbedderIdentity) -> None:
+    """First open records the embedder; later opens must use the same one."""
+    meta = dict(db.query("SELECT key, value FROM meta"))
+    wanted = {
+        "embedder_name": embedder.name,
+        "embedder_sha256": embedder.sha256,
+        "embedder_dimension": str(embedder.dimension),
+    }
+    if "embedder_sha256" in meta:
+        if (meta["embedder_sha256"], meta.get("embedder_dimension")) != (
+            wanted["embedder_sha256"], wanted["embedder_dimension"],
+        ):  # fmt: skip
+            raise EmbedderMismatchError(
+                f"this memory file was written with embedder {meta.get('embedder_name')!r} "
+                f"(sha256 {meta['embedder_sha256']}, {meta.get('embedder_dimension')} dims); "
+                f"the configured embedder is {embedder.name!r} (sha256 {embedder.sha256}, "
+                f"{embedder.dimension} dims). Configure the original embedder, or export and "
+                "re-import the memories to re-embed them"
+            )
+    for key, value in {**wanted, "schema_version": str(SCHEMA_VERSION)}.items():
+        if meta.get(key) != value:
+            db.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )

@@ -1,0 +1,183 @@
+"""Checks on public arguments: scope ids, messages, metadata, ranges. Pure; raises ValidationError.
+
+Mem0's rules are kept (ids are str-converted and trimmed, empty or whitespace ids are refused, at
+least one scope id) and tightened where Mem0 is lax (message shapes, NUL bytes, sizes).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ScopeRequiredError, ValidationError
+
+log = logging.getLogger(__name__)
+
+SCOPE_KEYS = ("user_id", "agent_id", "run_id")
+MESSAGE_ROLES = ("system", "user", "assistant", "tool")
+MAX_TEXT_CHARS = 100_000
+MAX_ID_CHARS = 256
+RESERVED_METADATA_KEYS = ("user_id", "agent_id", "run_id", "actor_id")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The owner of a memory: any non-empty combination of user, agent and run ids."""
+
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+
+    @property
+    def key(self) -> str:
+        """A canonical string naming exactly this combination (for messages and entities)."""
+        parts = {k: v for k, v in self.as_dict().items() if v is not None}
+        return json.dumps(parts, sort_keys=True, separators=(",", ":"))
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"user_id": self.user_id, "agent_id": self.agent_id, "run_id": self.run_id}
+
+    def is_empty(self) -> bool:
+        return self.user_id is None and self.agent_id is None and self.run_id is None
+
+
+def check_id(value: object, name: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
+    text = str(value).strip()
+    if not text:
+        raise ValidationError(f"{name} must not be empty")
+    if any(ch.isspace() for ch in text) or any(ord(ch) < 32 for ch in text):
+        raise ValidationError(f"{name} must not contain whitespace or control characters: {text!r}")
+    if len(text) > MAX_ID_CHARS:
+        raise ValidationError(f"{name} is longer than {MAX_ID_CHARS} characters")
+    return text
+
+
+def make_scope(
+    user_id: object = None, agent_id: object = None, run_id: object = None, *, required: bool = True
+) -> Scope:
+    scope = Scope(
+        user_id=None if user_id is None else check_id(user_id, "user_id"),
+        agent_id=None if agent_id is None else check_id(agent_id, "agent_id"),
+        run_id=None if run_id is None else check_id(run_id, "run_id"),
+    )
+    if required and scope.is_empty():
+        raise ScopeRequiredError(
+            "at least one of user_id, agent_id or run_id is required, e.g. add(..., user_id='alice')"
+        )
+    return scope
+
+
+def check_memory_id(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(f"memory_id must be a non-empty string, got {value!r}")
+    return value.strip()
+
+
+def check_text(value: object, name: str, *, allow_empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
+    if "\x00" in value:
+        raise ValidationError(f"{name} contains a NUL character")
+    if len(value) > MAX_TEXT_CHARS:
+        raise ValidationError(f"{name} is longer than {MAX_TEXT_CHARS} characters")
+    if not allow_empty and not value.strip():
+        raise ValidationError(f"{name} must not be empty")
+    return value
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str
+    content: str
+    name: str | None = None
+    timestamp: object = None  # raw; parsed by the caller against the call's timestamp
+
+
+def normalize_messages(messages: object) -> list[Message]:
+    """A str is one user message, a dict a one-item list; each item needs role and content."""
+    if isinstance(messages, str):
+        items: list[Any] = [{"role": "user", "content": messages}]
+    elif isinstance(messages, dict):
+        items = [messages]
+    elif isinstance(messages, list):
+        items = messages
+    else:
+        raise ValidationError(
+            "messages must be a string, a message dict or a list of message dicts, "
+            f"got {type(messages).__name__}"
+        )
+    if not items:
+        raise ValidationError("messages must not be empty")
+    result = []
+    for index, item in enumerate(items):
+        where = f"messages[{index}]"
+        if not isinstance(item, dict):
+            raise ValidationError(f"{where} must be a dict with 'role' and 'content'")
+        role = item.get("role")
+        if role not in MESSAGE_ROLES:
+            raise ValidationError(f"{where}['role'] must be one of {MESSAGE_ROLES}, got {role!r}")
+        content = check_text(item.get("content"), f"{where}['content']", allow_empty=True)
+        name = item.get("name")
+        if name is not None:
+            name = check_id(name, f"{where}['name']")
+        result.append(Message(role=role, content=content, name=name, timestamp=item.get("timestamp")))
+    return result
+
+
+def check_metadata(metadata: object) -> dict[str, Any]:
+    """A JSON-serialisable dict with string keys; scope keys are dropped with a warning (as Mem0)."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
+    clean = {}
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not key:
+            raise ValidationError(f"metadata keys must be non-empty strings, got {key!r}")
+        if "\x00" in key:
+            raise ValidationError("metadata keys must not contain NUL characters")
+        if key in RESERVED_METADATA_KEYS:
+            log.warning("metadata key %r is reserved and was dropped; pass it as an argument", key)
+            continue
+        clean[key] = value
+    try:
+        text = json.dumps(clean, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"metadata must be JSON-serialisable without NaN/inf: {exc}") from None
+    if "\\u0000" in text:
+        raise ValidationError("metadata values must not contain NUL characters")
+    if len(text) > MAX_TEXT_CHARS:
+        raise ValidationError(f"metadata is larger than {MAX_TEXT_CHARS} characters of JSON")
+    return clean
+
+
+def check_top_k(value: object, *, name: str = "top_k") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10_000:
+        raise ValidationError(f"{name} must be an integer from 1 to 10000, got {value!r}")
+    return value
+
+
+def check_offset(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValidationError(f"offset must be a non-negative integer, got {value!r}")
+    return value
+
+
+def check_threshold(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise ValidationError(f"threshold must be a number from 0 to 1, got {value!r}")
+    if not 0.0 <= float(value) <= 1.0:
+        raise ValidationError(f"threshold must be a number from 0 to 1, got {value!r}")
+    return float(value)
+
+
+def check_no_extra_kwargs(method: str, extra: dict[str, Any]) -> None:
+    if extra:
+        raise ValidationError(f"{method}() got unknown keyword argument(s) {sorted(extra)}")
