@@ -60,7 +60,9 @@ class Database:
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             if path != ":memory:":
                 self.conn.execute("PRAGMA journal_mode = WAL")
-            self.conn.execute("PRAGMA synchronous = NORMAL" if path == ":memory:" else "PRAGMA synchronous = FULL")
+            self.conn.execute(
+                "PRAGMA synchronous = NORMAL" if path == ":memory:" else "PRAGMA synchronous = FULL"
+            )
             self.conn.execute("PRAGMA foreign_keys = ON")
             self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except self.driver.DatabaseError as exc:

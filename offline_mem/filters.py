@@ -43,9 +43,7 @@ def compile_filters(filters: object, *, alias: str = "m") -> CompiledFilter:
         raise ValidationError(
             "filters must be a dict naming a scope, e.g. filters={'user_id': 'alice'}"
         )
-    scope = make_scope(
-        *(_exact_scope_value(filters, key) for key in SCOPE_KEYS), required=True
-    )
+    scope = make_scope(*(_exact_scope_value(filters, key) for key in SCOPE_KEYS), required=True)
     params: list[Any] = []
     sql = _compile_dict(filters, alias, params, depth=0)
     return CompiledFilter(sql=sql, params=params, scope=scope)
@@ -98,7 +96,9 @@ def _target(key: str, alias: str, params: list[Any]) -> str:
 
 def _check_scalar(value: Any, key: str, op: str) -> Scalar:
     if value is not None and not isinstance(value, (str, int, float, bool)):
-        raise ValidationError(f"filter {key!r} {op} needs a string, number or boolean, got {value!r}")
+        raise ValidationError(
+            f"filter {key!r} {op} needs a string, number or boolean, got {value!r}"
+        )
     if isinstance(value, str) and "\x00" in value:
         raise ValidationError(f"filter {key!r} value contains a NUL character")
     if isinstance(value, float) and value != value:
@@ -121,7 +121,9 @@ def _compile_field(key: str, value: Any, alias: str, params: list[Any]) -> str:
     parts = []
     for op, operand in value.items():
         if op not in OPERATORS:
-            raise ValidationError(f"unknown filter operator {op!r} for {key!r}; use one of {OPERATORS}")
+            raise ValidationError(
+                f"unknown filter operator {op!r} for {key!r}; use one of {OPERATORS}"
+            )
         parts.append(_compile_operator(key, op, operand, alias, params))
     return "(" + " AND ".join(parts) + ")"
 
@@ -160,4 +162,3 @@ def _compile_operator(key: str, op: str, operand: Any, alias: str, params: list[
     if op == "ne":
         return f"({target} IS NOT ?)"
     return f"({target} {_COMPARE[op]} ?)"
-

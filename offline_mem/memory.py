@@ -163,16 +163,14 @@ class Memory:
         metadata: dict[str, Any],
         expiry: str | None,
     ) -> dict[str, Any]:
-        chosen = [
-            i for i, m in enumerate(parsed) if m.role != "system" and m.content.strip()
-        ]
+        chosen = [i for i, m in enumerate(parsed) if m.role != "system" and m.content.strip()]
         texts = [parsed[i].content for i in chosen]
         hashes = [content_hash(t) for t in texts]
         vectors = self.embedder.embed_batch(texts) if texts else []
         with self._lock:
             existing = self.store.hashes_in_scope(scope, hashes)
             results, memories, seen = [], [], set(existing)
-            for index, text, digest, vector in zip(chosen, texts, hashes, vectors):
+            for index, text, digest, vector in zip(chosen, texts, hashes, vectors, strict=False):
                 message = parsed[index]
                 if digest in seen:
                     continue  # exact duplicate of an active memory of this scope or this batch
@@ -309,9 +307,7 @@ class Memory:
             include_expired=bool(show_expired), include_superseded=bool(include_superseded),
         )  # fmt: skip
         now = utc_now()
-        return {
-            "results": [r.to_dict(expired=is_expired(r.expiration_date, now)) for r in records]
-        }
+        return {"results": [r.to_dict(expired=is_expired(r.expiration_date, now)) for r in records]}
 
     def search(
         self,

@@ -63,9 +63,7 @@ def _m001_core(db: Database, ctx: MigrationContext) -> None:
         f"embedding FLOAT[{int(ctx.dimension)}] distance_metric=cosine)"
     )
     # Keyword index: rowid = memories.rowid; holds the text prepared for keyword search.
-    db.execute(
-        "CREATE VIRTUAL TABLE memory_keywords USING fts5(text, tokenize='porter unicode61')"
-    )
+    db.execute("CREATE VIRTUAL TABLE memory_keywords USING fts5(text, tokenize='porter unicode61')")
     db.execute(
         """CREATE TABLE entities (
             rowid INTEGER PRIMARY KEY,

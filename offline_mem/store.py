@@ -54,9 +54,7 @@ class Store:
         self.embedder = embedder
 
     @classmethod
-    def open(
-        cls, path: str, *, embedder: EmbedderIdentity, busy_timeout_ms: int = 30_000
-    ) -> Store:
+    def open(cls, path: str, *, embedder: EmbedderIdentity, busy_timeout_ms: int = 30_000) -> Store:
         db = Database(path, busy_timeout_ms=busy_timeout_ms)
         try:
             with db.atomic():
@@ -455,17 +453,18 @@ def _pin_embedder(db: Database, embedder: EmbedderIdentity) -> None:
         "embedder_sha256": embedder.sha256,
         "embedder_dimension": str(embedder.dimension),
     }
-    if "embedder_sha256" in meta:
-        if (meta["embedder_sha256"], meta.get("embedder_dimension")) != (
-            wanted["embedder_sha256"], wanted["embedder_dimension"],
-        ):  # fmt: skip
-            raise EmbedderMismatchError(
-                f"this memory file was written with embedder {meta.get('embedder_name')!r} "
-                f"(sha256 {meta['embedder_sha256']}, {meta.get('embedder_dimension')} dims); "
-                f"the configured embedder is {embedder.name!r} (sha256 {embedder.sha256}, "
-                f"{embedder.dimension} dims). Configure the original embedder, or export and "
-                "re-import the memories to re-embed them"
-            )
+    pinned = (meta.get("embedder_sha256"), meta.get("embedder_dimension"))
+    if "embedder_sha256" in meta and pinned != (
+        wanted["embedder_sha256"],
+        wanted["embedder_dimension"],
+    ):
+        raise EmbedderMismatchError(
+            f"this memory file was written with embedder {meta.get('embedder_name')!r} "
+            f"(sha256 {meta['embedder_sha256']}, {meta.get('embedder_dimension')} dims); "
+            f"the configured embedder is {embedder.name!r} (sha256 {embedder.sha256}, "
+            f"{embedder.dimension} dims). Configure the original embedder, or export and "
+            "re-import the memories to re-embed them"
+        )
     for key, value in {**wanted, "schema_version": str(SCHEMA_VERSION)}.items():
         if meta.get(key) != value:
             db.execute(

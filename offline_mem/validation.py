@@ -67,7 +67,8 @@ def make_scope(
     )
     if required and scope.is_empty():
         raise ScopeRequiredError(
-            "at least one of user_id, agent_id or run_id is required, e.g. add(..., user_id='alice')"
+            "at least one of user_id, agent_id or run_id is required, "
+            "e.g. add(..., user_id='alice')"
         )
     return scope
 
@@ -125,12 +126,14 @@ def normalize_messages(messages: object) -> list[Message]:
         name = item.get("name")
         if name is not None:
             name = check_id(name, f"{where}['name']")
-        result.append(Message(role=role, content=content, name=name, timestamp=item.get("timestamp")))
+        result.append(
+            Message(role=role, content=content, name=name, timestamp=item.get("timestamp"))
+        )
     return result
 
 
 def check_metadata(metadata: object) -> dict[str, Any]:
-    """A JSON-serialisable dict with string keys; scope keys are dropped with a warning (as Mem0)."""
+    """A JSON-serialisable dict with string keys; scope keys are dropped with a warning (Mem0)."""
     if metadata is None:
         return {}
     if not isinstance(metadata, dict):
@@ -148,7 +151,9 @@ def check_metadata(metadata: object) -> dict[str, Any]:
     try:
         text = json.dumps(clean, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
-        raise ValidationError(f"metadata must be JSON-serialisable without NaN/inf: {exc}") from None
+        raise ValidationError(
+            f"metadata must be JSON-serialisable without NaN/inf: {exc}"
+        ) from None
     if "\\u0000" in text:
         raise ValidationError("metadata values must not contain NUL characters")
     if len(text) > MAX_TEXT_CHARS:
