@@ -236,6 +236,7 @@ class VerificationCache:
             fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".verified.", suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(body)
+            os.chmod(temp, 0o644)
             os.replace(temp, self.path)
         except OSError:
             return  # read-only models folder: the next load hashes again, which is still correct
