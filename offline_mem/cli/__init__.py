@@ -1,0 +1,63 @@
+"""The `offline-mem` command line.
+
+`main` is a click group with the global options; each command group lives in its own module
+and is registered at the bottom of this file. Errors of offline_mem become one-line messages and a
+non-zero exit; `--debug` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import OfflineMemError
+from .common import CliState
+
+EXIT_ERROR = 1
+
+
+class _Main(click.Group):
+    """A group that turns any failure of a command into one line on stderr."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:
+            state = ctx.find_object(CliState)
+            if state is not None and state.debug:
+                raise
+            prefix = "" if isinstance(exc, OfflineMemError) else f"unexpected {type(exc).__name__}: "
+            click.echo(f"error: {prefix}{_one_line(exc)}", err=True)
+            if not isinstance(exc, OfflineMemError):
+                click.echo("(run with --debug for the traceback)", err=True)
+            sys.exit(EXIT_ERROR)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="OFFLINE_MEM_DB",
+    help="The memory file (default $OFFLINE_MEM_DB, else ~/.local/share/offline_mem/memory.db).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.pass_context
+def main(ctx: click.Context, db: Path | None, as_json: bool, debug: bool) -> None:
+    """offline_mem: agent memory that never leaves the machine."""
+    ctx.obj = CliState(db=db, json=as_json, debug=debug)
+
+
+# Command groups, one module each.
+from .models import models  # noqa: E402
+
+main.add_command(models)
