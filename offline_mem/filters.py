@@ -125,7 +125,8 @@ def _compile_field(key: str, value: Any, alias: str, params: list[Any]) -> str:
                 f"unknown filter operator {op!r} for {key!r}; use one of {OPERATORS}"
             )
         parts.append(_compile_operator(key, op, operand, alias, params))
-    return "(" + " AND ".join(parts) + ")"
+    # coalesce: a missing key compares as false, not NULL, so NOT behaves as users expect
+    return "coalesce(" + " AND ".join(parts) + ", 0)"
 
 
 def _compile_operator(key: str, op: str, operand: Any, alias: str, params: list[Any]) -> str:

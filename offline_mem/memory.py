@@ -217,12 +217,10 @@ class Memory:
             expiry = None if expiration_date is None else parse_expiration(expiration_date)
         vector = self.embedder.embed(text) if text is not None else None
         with self._lock:
-            self.store.update_memory(
+            updated = self.store.update_memory(
                 record, text=text, text_hash=None if text is None else content_hash(text),
                 vector=vector, metadata=new_metadata, expiration_date=expiry,
             )  # fmt: skip
-            updated = self.store.get(record.id)
-        assert updated is not None
         return {**updated.to_dict(), "event": "UPDATE"}
 
     def delete(

@@ -229,7 +229,8 @@ class Store:
         metadata: dict[str, Any] | None,
         expiration_date: str | type[Ellipsis] | None,
         now: datetime | None = None,
-    ) -> None:
+    ) -> MemoryRecord:
+        """Apply the changes and return the memory as committed (read inside the transaction)."""
         stamp = iso(now or utc_now())
         with self.db.atomic():
             current = self._require_same(record)
@@ -257,6 +258,9 @@ class Store:
             new_text = text if text is not None else current.text
             self._history(current.id, current.text, new_text, "UPDATE", stamp,
                           current.actor_id, current.role)  # fmt: skip
+            updated = self.get(current.id)
+        assert updated is not None
+        return updated
 
     def _require_same(self, record: MemoryRecord) -> MemoryRecord:
         """Re-read inside the transaction: another process may have deleted it meanwhile."""

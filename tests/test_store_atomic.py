@@ -1,0 +1,91 @@
+"""Every public write is one transaction: fail it after each of its statements in turn and the
+file must be row-for-row as before — every table, including sqlite-vec's and FTS5's shadow tables."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from offline_mem import Memory
+from offline_mem.testing import FakeEmbedder
+
+
+class InjectedFault(Exception):
+    pass
+
+
+def dump(memory: Memory) -> dict[str, list[tuple[Any, ...]]]:
+    db = memory.store.db
+    names = [
+        row[0]
+        for row in db.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+    ]
+    return {name: sorted(map(tuple, db.query(f'SELECT * FROM "{name}"')), key=repr) for name in names}
+
+
+def count_statements(memory: Memory, action: Callable[[Memory], Any]) -> int:
+    seen: list[str] = []
+    memory.store.tracer = lambda sql, params: seen.append(sql)
+    try:
+        action(memory)
+    finally:
+        memory.store.tracer = None
+    return len(seen)
+
+
+def seed(memory: Memory) -> dict[str, str]:
+    first = memory.add(
+        [{"role": "user", "content": "I live in Lisbon"}, {"role": "user", "content": "I own a cat"}],
+        user_id="u1",
+        metadata={"k": "v"},
+        infer=False,
+    )
+    other = memory.add("I like jazz", user_id="u1", agent_id="a1", infer=False)
+    memory.add("u2 keeps this", user_id="u2", infer=False)
+    return {"lisbon": first["results"][0]["id"], "jazz": other["results"][0]["id"]}
+
+
+WRITES: dict[str, Callable[[Memory, dict[str, str]], Any]] = {
+    "add": lambda m, ids: m.add(
+        [{"role": "user", "content": "My locker is 4417"}, {"role": "assistant", "content": "Noted"}],
+        user_id="u1",
+        infer=False,
+    ),
+    "update_text": lambda m, ids: m.update(ids["lisbon"], "I live in Porto", metadata={"x": 1}),
+    "update_expiry": lambda m, ids: m.update(ids["jazz"], expiration_date="2030-01-01"),
+    "delete": lambda m, ids: m.delete(ids["lisbon"]),
+    "delete_all": lambda m, ids: m.delete_all(user_id="u1"),
+    "reset": lambda m, ids: m.reset(),
+}
+
+
+@pytest.mark.parametrize("write", sorted(WRITES))
+def test_failure_after_any_statement_changes_nothing(tmp_path, write: str) -> None:  # noqa: ANN001
+    action = WRITES[write]
+    # Count the statements of a successful run on an identical file.
+    with Memory({"path": str(tmp_path / "probe.db")}, embedder=FakeEmbedder()) as probe:
+        probe_ids = seed(probe)
+        total = count_statements(probe, lambda m: action(m, probe_ids))
+    assert total >= 3, f"{write} ran only {total} statements"
+
+    with Memory({"path": str(tmp_path / "m.db")}, embedder=FakeEmbedder()) as memory:
+        ids = seed(memory)
+        before = dump(memory)
+        for fail_at in range(1, total + 1):
+            calls = {"n": 0}
+
+            def tracer(sql: str, params: Any, fail_at: int = fail_at) -> None:
+                calls["n"] += 1
+                if calls["n"] == fail_at:
+                    raise InjectedFault(f"statement {fail_at}: {sql[:60]}")
+
+            memory.store.tracer = tracer
+            with pytest.raises(InjectedFault):
+                action(memory, ids)
+            memory.store.tracer = None
+            assert dump(memory) == before, f"{write}: state changed after failing statement {fail_at}"
+            assert not memory.store.db.conn.in_transaction
+        action(memory, ids)  # and without a fault the write does change the file
+        assert dump(memory) != before
