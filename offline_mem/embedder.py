@@ -78,7 +78,10 @@ class SentenceTransformerEmbedder(Embedder):
                     )
                 except Exception as exc:  # the library raises many types; one typed error out
                     raise ModelError(f"cannot load embedder from {self.model_dir}: {exc}") from exc
-                dim = self._model.get_sentence_embedding_dimension()
+                get_dim = getattr(self._model, "get_embedding_dimension", None) or (
+                    self._model.get_sentence_embedding_dimension
+                )
+                dim = get_dim()
                 if dim != self.identity.dimension:
                     raise ModelError(
                         f"embedder at {self.model_dir} gives {dim} dimensions, "

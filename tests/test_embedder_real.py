@@ -1,0 +1,75 @@
+"""The real pinned embedder (all-MiniLM-L6-v2 from the verified models folder), never a hub."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from offline_mem import EmbedderMismatchError, Memory
+from offline_mem.embedder import EmbedderIdentity, SentenceTransformerEmbedder
+from offline_mem.model_files import model_identity, verified_model_dir
+from offline_mem.testing import FakeEmbedder
+
+pytestmark = pytest.mark.real_model
+
+NAME = "all-MiniLM-L6-v2"
+EXPECTED_SHA = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+
+
+@pytest.fixture(scope="module")
+def real_embedder() -> Iterator[SentenceTransformerEmbedder]:
+    ident = model_identity(NAME)
+    identity = EmbedderIdentity(NAME, ident.sha256, int(ident.dimension or 0))
+    embedder = SentenceTransformerEmbedder(verified_model_dir(NAME), identity)
+    yield embedder
+    embedder.close()
+
+
+def test_identity_is_the_pinned_weights(real_embedder: SentenceTransformerEmbedder) -> None:
+    assert real_embedder.identity.sha256 == EXPECTED_SHA
+    assert real_embedder.identity.dimension == 384
+
+
+def test_vectors_are_unit_length_deterministic_and_semantic(
+    real_embedder: SentenceTransformerEmbedder,
+) -> None:
+    texts = [
+        "I am allergic to peanuts",
+        "Peanuts make me sick, I have an allergy",
+        "The train to Porto leaves at nine",
+    ]
+    vectors = real_embedder.embed_batch(texts)
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    again = real_embedder.embed_batch(texts)
+    assert np.allclose(vectors, again, atol=1e-6)
+    single = real_embedder.embed(texts[0])
+    assert np.allclose(single, vectors[0], atol=1e-5)
+    similar, unrelated = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
+    assert similar > 0.6 > unrelated
+
+
+def test_memory_with_real_embedder_end_to_end(tmp_path) -> None:  # noqa: ANN001
+    path = str(tmp_path / "real.db")
+    with Memory({"path": path}) as memory:
+        assert memory.embedder.identity.sha256 == EXPECTED_SHA
+        memory.add(
+            [
+                {"role": "user", "content": "I am allergic to peanuts"},
+                {"role": "user", "content": "My sister Marta is a doctor in Porto"},
+                {"role": "user", "content": "I drive a red bicycle to work"},
+            ],
+            user_id="ana",
+            infer=False,
+        )
+        memory.add("Bob likes peanut butter", user_id="bob", infer=False)
+        hits = memory.search("what food should I avoid?", filters={"user_id": "ana"})["results"]
+        assert hits[0]["memory"] == "I am allergic to peanuts"
+        assert all(h["user_id"] == "ana" for h in hits)
+        meta = memory.store.meta()
+        assert meta["embedder_sha256"] == EXPECTED_SHA and meta["embedder_name"] == NAME
+    # the file pins the real embedder: a fake one is refused
+    with pytest.raises(EmbedderMismatchError):
+        Memory({"path": path}, embedder=FakeEmbedder())
