@@ -79,7 +79,7 @@ class PyPISource:
 
 @dataclass(frozen=True)
 class LocalSource:
-    """A folder laid out like a models folder (a bundle); `path` None means "given at fetch time"."""
+    """A folder laid out like a models folder (a bundle); `path` None: given at fetch time."""
 
     path: str | None = None
     note: str | None = None
@@ -193,7 +193,7 @@ def parse_manifest(data: Any, *, path: Path | None = None) -> Manifest:
         f"unsupported manifest format {data.get('format')!r} (expected {MANIFEST_FORMAT})",
     )
     raw_models = data.get("models")
-    _require(isinstance(raw_models, list) and raw_models, "'models' must be a non-empty list")
+    _require(isinstance(raw_models, list) and bool(raw_models), "'models' must be a non-empty list")
     models = tuple(_parse_model(raw) for raw in raw_models)
     names = [model.name for model in models]
     duplicates = sorted({name for name in names if names.count(name) > 1})
@@ -214,7 +214,7 @@ def _parse_model(raw: Any) -> ModelSpec:
     role = raw.get("role")
     _require(role in ROLES, f"{where}: role {role!r} is not one of {', '.join(ROLES)}")
     raw_files = raw.get("files")
-    _require(isinstance(raw_files, list) and raw_files, f"{where}: 'files' must be a list")
+    _require(isinstance(raw_files, list) and bool(raw_files), f"{where}: 'files' must be a list")
     files = tuple(_parse_file(item, where) for item in raw_files)
     paths = [f.path for f in files]
     _require(len(set(paths)) == len(paths), f"{where}: a file path appears twice")
@@ -277,7 +277,9 @@ def _parse_source(raw: Any, where: str, paths: list[str]) -> Source:
         )
     if kind == "pypi":
         packages = raw.get("packages")
-        _require(isinstance(packages, list) and packages, f"{where}: pypi source needs 'packages'")
+        _require(
+            isinstance(packages, list) and bool(packages), f"{where}: pypi source needs 'packages'"
+        )
         concatenate = raw.get("concatenate", {})
         _require(isinstance(concatenate, dict), f"{where}: pypi 'concatenate' must be an object")
         _require(set(concatenate) <= set(paths), f"{where}: pypi 'concatenate' names unknown files")
@@ -350,4 +352,3 @@ def _is_safe_relative(path: str) -> bool:
 def _require(condition: bool, message: str) -> None:
     if not condition:
         raise ModelError(message)
-

@@ -98,9 +98,7 @@ def import_models(
     specs = [_trusted_spec(name, bundle_manifest, local) for name in chosen]
     directory.mkdir(parents=True, exist_ok=True)
     if local is None:
-        _write_text(
-            directory / MANIFEST_NAME, json.dumps(manifest_to_json(specs), indent=2) + "\n"
-        )
+        _write_text(directory / MANIFEST_NAME, json.dumps(manifest_to_json(specs), indent=2) + "\n")
         log(f"no manifest on this machine: installed the bundle's in {directory}")
     cache = VerificationCache(directory)
     try:

@@ -130,7 +130,9 @@ def check_model(
     for (everything when `full`), and record the hashes in the cache."""
     own_cache = cache is None
     cache = cache or VerificationCache(directory)
-    checks = tuple(_check_file(spec, model_file, directory, cache, full) for model_file in spec.files)
+    checks = tuple(
+        _check_file(spec, model_file, directory, cache, full) for model_file in spec.files
+    )
     if own_cache:
         cache.save()
     return VerifyReport(name=spec.name, directory=directory / spec.name, files=checks, full=full)
@@ -230,7 +232,9 @@ class VerificationCache:
     def save(self) -> None:
         if not self._dirty:
             return
-        body = json.dumps({"format": CACHE_FORMAT, "files": self._entries}, indent=1, sort_keys=True)
+        body = json.dumps(
+            {"format": CACHE_FORMAT, "files": self._entries}, indent=1, sort_keys=True
+        )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".verified.", suffix=".tmp")

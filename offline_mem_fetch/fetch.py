@@ -71,8 +71,10 @@ def fetch_models(
     outcomes = []
     try:
         for number, spec in enumerate(specs, 1):
-            log(f"[{number}/{len(specs)}] {spec.name} ({human_size(spec.size)}, "
-                f"{len(spec.files)} file{'s' if len(spec.files) > 1 else ''})")
+            log(
+                f"[{number}/{len(specs)}] {spec.name} ({human_size(spec.size)}, "
+                f"{len(spec.files)} file{'s' if len(spec.files) > 1 else ''})"
+            )
             outcomes.append(_fetch_one(spec, directory, cache, forced, timeout, log))
             cache.save()
     finally:
@@ -81,7 +83,9 @@ def fetch_models(
     elapsed = time.monotonic() - started
     if failed:
         lines = "\n".join(f"  {outcome.name}: {outcome.error}" for outcome in failed)
-        raise FetchError(f"{len(failed)} of {len(specs)} model(s) not fetched into {directory}:\n{lines}")
+        raise FetchError(
+            f"{len(failed)} of {len(specs)} model(s) not fetched into {directory}:\n{lines}"
+        )
     log(f"all {len(specs)} model(s) verified in {directory} ({elapsed:.1f} s)")
     return outcomes
 
@@ -145,11 +149,15 @@ def _fetch_one(
                 _run_source(spec, source, folder, list(needed), stage, deliver, log, timeout)
             except SourceError as exc:
                 failures.append(f"{label}: {exc}")
-                log(f"  {label} failed: {exc}" + ("; trying the next source" if _has_next(
-                    candidates, source) else ""))
+                log(
+                    f"  {label} failed: {exc}"
+                    + ("; trying the next source" if _has_next(candidates, source) else "")
+                )
                 continue
-            log(f"  {len(fetched)} file(s) placed and verified from {label} "
-                f"in {time.monotonic() - started:.1f} s")
+            log(
+                f"  {len(fetched)} file(s) placed and verified from {label} "
+                f"in {time.monotonic() - started:.1f} s"
+            )
             return FetchOutcome(spec.name, tuple(fetched), label)
     finally:
         shutil.rmtree(stage, ignore_errors=True)

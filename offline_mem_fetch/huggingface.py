@@ -49,17 +49,44 @@ def fetch_huggingface(
     url = endpoint()
     probe(url, timeout)
     try:
-        from huggingface_hub import constants, hf_hub_download
+        from huggingface_hub import constants
     except ImportError as exc:
-        raise SourceError("huggingface-hub is not installed (pip install 'offline_mem[fetch]')") from exc
+        raise SourceError(
+            "huggingface-hub is not installed (pip install 'offline_mem[fetch]')"
+        ) from exc
     if constants.HF_HUB_OFFLINE:
         raise SourceError("HF_HUB_OFFLINE is set")
-    local_dir = stage / f"hf-{spec.name}"
+    # huggingface-hub reads HF_ENDPOINT once, at import, and sends some requests of its own (an
+    # "agent harness" registry for its user agent) to that endpoint: pin it to the one probed.
+    saved = constants.ENDPOINT, constants.HUGGINGFACE_CO_URL_TEMPLATE
+    constants.ENDPOINT = url
+    constants.HUGGINGFACE_CO_URL_TEMPLATE = url + "/{repo_id}/resolve/{revision}/{filename}"
+    try:
+        _download(spec, source, needed, stage / f"hf-{spec.name}", deliver, log, url, timeout)
+    finally:
+        constants.ENDPOINT, constants.HUGGINGFACE_CO_URL_TEMPLATE = saved
+
+
+def _download(
+    spec: ModelSpec,
+    source: HuggingFaceSource,
+    needed: list[ModelFile],
+    local_dir: Path,
+    deliver: Deliver,
+    log: Log,
+    url: str,
+    timeout: float,
+) -> None:
+    from huggingface_hub import hf_hub_download
+
     for model_file in needed:
         remote = source.remote_path(model_file.path)
         if remote is None:
             raise SourceError(f"the source does not map {model_file.path}")
-        log(f"  huggingface: {source.repo}@{source.revision[:12]} {remote} ({human_size(model_file.size)})")
+        log(
+            f"  huggingface: {source.repo}@{source.revision[:12]} {remote}"
+            f" ({human_size(model_file.size)})"
+        )
         try:
             downloaded = hf_hub_download(
                 source.repo,

@@ -13,7 +13,7 @@ from .sources import Deliver, Log, SourceError
 def fetch_local(
     spec: ModelSpec, folder: Path, needed: list[ModelFile], stage: Path, deliver: Deliver, log: Log
 ) -> None:
-    """Copy the needed files from `folder/<name>/<path>` (or `folder/<path>`), hashing on the way."""
+    """Copy the needed files from `folder/<name>/<path>` (or `folder/<path>`), hashing them."""
     for model_file in needed:
         candidates = (folder / spec.name / model_file.path, folder / model_file.path)
         found = next((path for path in candidates if path.is_file()), None)

@@ -78,7 +78,9 @@ def _pip_download(packages: list[PyPIPackage], dest: Path, log: Log, timeout: fl
         if line.lstrip().startswith(_PIP_LINES):
             log(f"    pip: {line.strip()}")
     if process.wait() != 0:
-        detail = next((x for x in reversed(tail) if x.startswith("ERROR")), tail[-1] if tail else "")
+        detail = next(
+            (x for x in reversed(tail) if x.startswith("ERROR")), tail[-1] if tail else ""
+        )
         raise SourceError(f"pip download failed (exit {process.returncode}): {detail.strip()}")
 
 

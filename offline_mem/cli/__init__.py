@@ -31,7 +31,9 @@ class _Main(click.Group):
             state = ctx.find_object(CliState)
             if state is not None and state.debug:
                 raise
-            prefix = "" if isinstance(exc, OfflineMemError) else f"unexpected {type(exc).__name__}: "
+            prefix = (
+                "" if isinstance(exc, OfflineMemError) else f"unexpected {type(exc).__name__}: "
+            )
             click.echo(f"error: {prefix}{_one_line(exc)}", err=True)
             if not isinstance(exc, OfflineMemError):
                 click.echo("(run with --debug for the traceback)", err=True)

@@ -65,12 +65,12 @@ def list_models(state: CliState) -> None:
         echo_json({"models_dir": str(directory), "manifest": str(manifest.path), "models": rows})
         return
     click.echo(f"models folder: {directory}  (manifest: {manifest.path})")
-    width = max(len(row["name"]) for row in rows)
-    for row in rows:
-        role = row["role"] + ("*" if row["default"] else "")
+    width = max(len(spec.name) for spec in manifest)
+    for spec, row in zip(manifest, rows, strict=True):
+        role = spec.role + ("*" if spec.default else "")
         click.echo(
-            f"{row['name']:<{width}}  {role:<10}  {row['status']:<20}  "
-            f"{human_size(row['size']):>9}  {row['path']}"
+            f"{spec.name:<{width}}  {role:<10}  {row['status']:<20}  "
+            f"{human_size(spec.size):>9}  {row['path']}"
         )
     click.echo("* the role's default")
 
@@ -84,7 +84,8 @@ def verify(state: CliState, only: str | None, skip_missing: bool) -> None:
     missing file."""
     directory = _models_dir()
     manifest = load_manifest(directory)
-    specs = [manifest.get(name) for name in _names(only)] if only else list(manifest)
+    names = _names(only)
+    specs = [manifest.get(name) for name in names] if names else list(manifest)
     cache = VerificationCache(directory)
     results = []
     for spec in specs:
