@@ -82,24 +82,37 @@ def import_models(
     names: Sequence[str] | None = None,
     *,
     models_dir: Path | None = None,
+    trust_bundle_manifest: bool = False,
     log: Log = lambda line: None,
 ) -> list[ModelSpec]:
     """Verify the files of a bundle against this machine's manifest, then install them.
 
-    Where this machine has no manifest, the bundle's is used and copied into the models folder.
-    Nothing of a model is installed unless all of its files verify."""
-    bundle_manifest = read_manifest(bundle / MANIFEST_NAME)
+    A model this machine's manifest pins must be pinned identically by the bundle. A model it
+    does not know is refused unless `trust_bundle_manifest`; where this machine has no manifest at
+    all, the bundle's is the only one there is and is used. Models taken from the bundle's manifest
+    are added to the models folder's own manifest.json. Nothing of a model is installed unless all
+    of its files verify."""
+    carried = read_manifest(bundle / MANIFEST_NAME)
     directory = resolve_models_dir(models_dir)
     try:
         local: Manifest | None = load_manifest(directory)
     except ModelError:
         local = None
-    chosen = list(names) if names else list(bundle_manifest.names)
-    specs = [_trusted_spec(name, bundle_manifest, local) for name in chosen]
+    chosen = list(names) if names else list(carried.names)
+    specs, adopted = [], []
+    for name in chosen:
+        spec = _trusted_spec(name, carried, local, trust_bundle_manifest or local is None)
+        specs.append(spec)
+        if local is None or name not in local.names:
+            adopted.append(spec)
     directory.mkdir(parents=True, exist_ok=True)
-    if local is None:
-        _write_text(directory / MANIFEST_NAME, json.dumps(manifest_to_json(specs), indent=2) + "\n")
-        log(f"no manifest on this machine: installed the bundle's in {directory}")
+    if adopted:
+        known = list(local.models) if local is not None else []
+        text = json.dumps(manifest_to_json([*known, *adopted]), indent=2) + "\n"
+        _write_text(directory / MANIFEST_NAME, text)
+        log(
+            f"pinned {', '.join(s.name for s in adopted)} from the bundle's manifest in {directory}"
+        )
     cache = VerificationCache(directory)
     try:
         for spec in specs:
@@ -117,12 +130,17 @@ def _bundle_selection(
     return [spec for spec in manifest if check_model(spec, directory, full=False).ok]
 
 
-def _trusted_spec(name: str, bundle: Manifest, local: Manifest | None) -> ModelSpec:
-    carried = bundle.get(name)
-    if local is None:
-        return carried
+def _trusted_spec(name: str, carried: Manifest, local: Manifest | None, trust: bool) -> ModelSpec:
+    bundled = carried.get(name)
+    if local is None or name not in local.names:
+        if not trust:
+            raise ModelError(
+                f"{name!r} is not in this machine's manifest ({local.path if local else None}); "
+                "import it only if you trust the bundle: --trust-bundle-manifest"
+            )
+        return bundled
     spec = local.get(name)
-    if spec.files != carried.files:
+    if spec.files != bundled.files:
         raise ModelError(
             f"the bundle's manifest pins other files for {name!r} than this machine's manifest "
             f"({local.path}); refusing to import it"

@@ -160,7 +160,19 @@ def bundle(dest: Path, only: str | None) -> None:
 @models.command("import")
 @click.argument("source", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @only_option
-def import_(source: Path, only: str | None) -> None:
-    """Verify the models of a bundle in SOURCE, then install them into the models folder."""
-    specs = import_models(source, _names(only), models_dir=_models_dir(), log=click.echo)
+@click.option(
+    "--trust-bundle-manifest",
+    is_flag=True,
+    help="Accept models this machine's manifest does not pin, as the bundle's manifest pins them.",
+)
+def import_(source: Path, only: str | None, trust_bundle_manifest: bool) -> None:
+    """Verify the models of a bundle in SOURCE against this machine's manifest, then install
+    them into the models folder."""
+    specs = import_models(
+        source,
+        _names(only),
+        models_dir=_models_dir(),
+        trust_bundle_manifest=trust_bundle_manifest,
+        log=click.echo,
+    )
     click.echo(f"imported {len(specs)} model(s) into {_models_dir()}")
