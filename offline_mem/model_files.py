@@ -5,7 +5,9 @@ every file has the size and sha256 the manifest pins, and raises otherwise. Hash
 takes about a second, so the result is cached per file in `<models_dir>/.verified.json`, keyed on
 the file's size, mtime_ns, ctime_ns and inode: a file replaced, rewritten or touched since it was
 hashed is hashed again. `verify_model(..., full=True)` ignores the cache and re-hashes everything.
-No network here.
+The cache guards against accidents (a partial copy, a wrong file, a flipped byte), not against
+someone who can write the models folder, who could rewrite the cache too; `offline-mem models
+verify` is the full check. No network here.
 """
 
 from __future__ import annotations
