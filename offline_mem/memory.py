@@ -13,11 +13,17 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from . import inference
 from .config import MemoryConfig, resolve_db_path, resolve_models_dir
 from .embedder import Embedder
+from .entities import EntityExtractor, NoEntities, SpacyEntities
 from .errors import MemoryNotFoundError, ValidationError
+from .extractor import Extractor, LlamaExtractor
 from .filters import compile_filters
+from .nlp import TextAnalyzer
+from .ranking import Weights
 from .records import AddPlan, MemoryRecord, NewMemory, NewMessage
+from .search import SearchRequest, hybrid_search
 from .store import Store, keyword_text
 from .timeutil import is_expired, iso, parse_datetime, parse_expiration, utc_now
 from .validation import (
@@ -61,13 +67,25 @@ class Memory:
         config: MemoryConfig | dict[str, Any] | None = None,
         *,
         embedder: Embedder | None = None,
+        extractor: Extractor | None = None,
+        entities: EntityExtractor | None = None,
+        analyzer: TextAnalyzer | None = None,
     ) -> None:
         if not isinstance(config, MemoryConfig):
             config = MemoryConfig.from_dict(config)
         self.config = config
+        self.weights = Weights(**config.ranking_weights) if config.ranking_weights else Weights()
         self.path = resolve_db_path(config)
         self.models_dir = resolve_models_dir(config.models_dir)
         self.embedder = embedder or self._load_embedder()
+        self.analyzer = analyzer or self._load_analyzer()
+        # Both load their model lazily, on first use, and keep it for the life of the Memory.
+        self.extractor = extractor or LlamaExtractor(
+            config.extractor, self.models_dir, threads=config.threads
+        )
+        self.entities = entities or (
+            NoEntities() if config.nlp is None else SpacyEntities(config.nlp, self.models_dir)
+        )
         if self.path != ":memory:":
             from pathlib import Path
 
@@ -91,11 +109,38 @@ class Memory:
         identity = EmbedderIdentity(name=name, sha256=ident.sha256, dimension=ident.dimension)
         return SentenceTransformerEmbedder(folder, identity)
 
+    def _load_analyzer(self) -> TextAnalyzer:
+        from .model_files import verified_model_dir
+        from .nlp import SpacyAnalyzer
+
+        return SpacyAnalyzer(
+            verified_model_dir(self.config.nlp or "en_core_web_sm", self.models_dir)
+        )
+
+    def _prepare(self, memories: Sequence[NewMemory]) -> None:
+        """Fill keyword terms, and entities where the caller found none, before the write, so
+        the transaction itself runs no model."""
+        pending = [m for m in memories if m.terms is None]
+        analyses = self.analyzer.analyze_batch([m.keyword_text for m in pending])
+        for memory, analysis in zip(pending, analyses, strict=True):
+            memory.terms = analysis.terms
+        unlinked = [m for m in memories if not m.entities]
+        mentions = self.entities.extract_batch([m.text for m in unlinked])
+        for memory, found in zip(unlinked, mentions, strict=True):
+            memory.entities = list(found)
+
+    def _apply(self, plan: AddPlan) -> None:
+        """Analyse what the plan lacks, then write it in one transaction."""
+        self._prepare(plan.memories)
+        self.store.apply_add(plan)
+
     # -- lifecycle ----------------------------------------------------------------------------
 
     def close(self) -> None:
         self.store.close()
         self.embedder.close()
+        self.extractor.close()
+        self.entities.close()
 
     def __enter__(self) -> Memory:
         return self
@@ -136,11 +181,21 @@ class Memory:
         if not isinstance(infer, bool):
             raise ValidationError(f"infer must be True or False, got {infer!r}")
         new_messages = [self._new_message(m, call_time) for m in parsed]
-        if not infer:
+        if memory_type == "procedural_memory" and scope.agent_id is None:
+            raise ValidationError("memory_type='procedural_memory' needs an agent_id")
+        if not infer and memory_type is None:
             return self._add_raw(scope, parsed, new_messages, clean_metadata, expiry)
-        raise ValidationError(
-            "add(infer=True) needs the extractor, which is not available yet; pass infer=False"
-        )
+        request = inference.AddRequest(
+            scope=scope, messages=new_messages, metadata=clean_metadata, expiration_date=expiry,
+            instructions=prompt if prompt is not None else self.config.custom_instructions,
+            now=utc_now(),
+        )  # fmt: skip
+        models = inference.Models(self.embedder, self.extractor, self.entities)
+        plan_for = inference.plan_procedural if memory_type else inference.plan_facts
+        with self._lock:  # the model runs first; nothing is written if it fails
+            plan, results, _ = plan_for(self.store, models, request)
+            self._apply(plan)
+        return {"results": results}
 
     @staticmethod
     def _new_message(message: Message, call_time: datetime | None) -> NewMessage:
@@ -187,9 +242,12 @@ class Memory:
                 if message.name is not None:
                     item["actor_id"] = message.name
                 results.append(item)
+            mentions = self.entities.extract_batch([m.text for m in memories])
+            for memory, found in zip(memories, mentions, strict=True):
+                memory.entities = found
             plan = AddPlan(scope=scope, messages=new_messages, memories=memories,
                            embedder_sha256=self.embedder.identity.sha256)  # fmt: skip
-            self.store.apply_add(plan)
+            self._apply(plan)
         return {"results": results}
 
     def update(
@@ -215,11 +273,16 @@ class Memory:
         expiry = _UNSET
         if expiration_date is not _UNSET:
             expiry = None if expiration_date is None else parse_expiration(expiration_date)
-        vector = self.embedder.embed(text) if text is not None else None
+        vector = terms = mentions = None
+        if text is not None:
+            vector = self.embedder.embed(text)
+            terms = self.analyzer.analyze(keyword_text(text)).terms
+            mentions = self.entities.extract(text)
         with self._lock:
             updated = self.store.update_memory(
                 record, text=text, text_hash=None if text is None else content_hash(text),
-                vector=vector, metadata=new_metadata, expiration_date=expiry,
+                vector=vector, terms=terms, entities=mentions, metadata=new_metadata,
+                expiration_date=expiry,
             )  # fmt: skip
         return {**updated.to_dict(), "event": "UPDATE"}
 
@@ -317,27 +380,35 @@ class Memory:
         show_expired: bool = False,
         include_superseded: bool = False,
         include_sources: bool = False,
+        explain: bool = False,
         **unknown: Any,
     ) -> dict[str, Any]:
-        """Memories of the filtered scope most similar to `query`, best first.
-        `score` is cosine similarity clipped to [0, 1]; `threshold` drops lower scores."""
+        """Memories of the filtered scope that best match `query`, best first.
+
+        Candidates come from vector similarity, keyword (BM25) and entity signals; `score` is
+        their weighted sum on a fixed [0, 1] scale (see ranking.py), and `threshold` drops lower
+        scores. `explain=True` adds each signal's contribution as `score_details`."""
         _reject_unknown("search", unknown)
         check_text(query, "query")
-        where = compile_filters(filters)
-        k = check_top_k(top_k)
-        floor = check_threshold(threshold)
-        vector = self.embedder.embed(query)
-        hits = self.store.vector_search(
-            vector, where, k=k, include_expired=bool(show_expired),
+        request = SearchRequest(
+            query=query,
+            where=compile_filters(filters),
+            top_k=check_top_k(top_k),
+            threshold=check_threshold(threshold),
+            include_expired=bool(show_expired),
             include_superseded=bool(include_superseded),
-        )  # fmt: skip
+            weights=self.weights,
+        )
+        mentions = self.entities.extract(query)
+        hits = hybrid_search(self.store, self.embedder, self.analyzer, request, mentions=mentions)
         now = utc_now()
         results = []
-        for record, similarity in hits:
-            score = round(min(1.0, max(0.0, similarity)), 6)
-            if floor is not None and score < floor:
-                continue
-            item = record.to_dict(score=score, expired=is_expired(record.expiration_date, now))
+        for record, ranked in hits:
+            item = record.to_dict(
+                score=round(ranked.score, 6), expired=is_expired(record.expiration_date, now)
+            )
+            if explain:
+                item["score_details"] = ranked.explain(self.weights, request.threshold)
             if include_sources:
                 item["sources"] = [m.to_dict() for m in self.store.sources(record.rowid)]
             results.append(item)

@@ -38,3 +38,73 @@ class FakeEmbedder(Embedder):
             if not out[row].any():
                 out[row, 0] = 1.0
         return normalize_rows(out)
+
+
+# -- extraction fakes (appended for the extraction issue) -------------------------------------
+
+from collections.abc import Callable  # noqa: E402
+from typing import Any  # noqa: E402
+
+from .entities import EntityExtractor, unique_mentions  # noqa: E402
+from .entities import _mention as _entity_mention  # noqa: E402
+from .extractor import ExtractionOutput, Extractor, ExtractorIdentity, Prompt  # noqa: E402
+from .records import EntityMention  # noqa: E402
+
+Script = dict[str, Any] | BaseException | Callable[[Prompt], dict[str, Any]]
+
+
+class FakeExtractor(Extractor):
+    """Answers from a script, in order: each item is the answer dict, an exception to raise, or a
+    function of the prompt. When the script runs out it answers {"facts": []} (for a procedural
+    prompt, an empty summary). Every prompt is recorded in `calls`."""
+
+    def __init__(self, *script: Script, name: str = "fake-extractor") -> None:
+        digest = hashlib.sha256(name.encode()).hexdigest()
+        self.identity = ExtractorIdentity(name=name, sha256=digest)
+        self.script = list(script)
+        self.calls: list[Prompt] = []
+        self.closed = False
+
+    def extract(self, prompt: Prompt) -> ExtractionOutput:
+        self.calls.append(prompt)
+        if not self.script:
+            empty = {"facts": []} if prompt.kind == "facts" else {"steps": []}
+            return ExtractionOutput(data=empty)
+        item = self.script.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        data = item(prompt) if callable(item) else item
+        return ExtractionOutput(data=dict(data))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def fact(
+    text: str,
+    *,
+    said_by: str = "user",
+    from_messages: list[int] | None = None,
+    related: list[int] | None = None,
+    supersedes: list[int] | None = None,
+) -> dict[str, Any]:
+    """One fact in the extractor's answer format, for scripting a FakeExtractor."""
+    return {"text": text, "said_by": said_by, "from_messages": from_messages or [1],
+            "related": related or [], "supersedes": supersedes or []}  # fmt: skip
+
+
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
+
+
+class FakeEntities(EntityExtractor):
+    """Capitalised word runs are entities (kind "PROPER"); no model. Records every batch."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def extract_batch(self, texts: Sequence[str]) -> list[list[EntityMention]]:
+        self.calls.append(list(texts))
+        return [
+            unique_mentions(_entity_mention(m.group(0), "PROPER") for m in _CAPITALISED.finditer(t))
+            for t in texts
+        ]

@@ -1,0 +1,157 @@
+"""An `add` with inference: read the scope, ask the extractor, admit, and return one write plan.
+
+Nothing here writes: the caller applies the returned `AddPlan` in one transaction. When the
+extractor fails, `ExtractionError` propagates before any write, so the file is unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from .admission import AdmissionContext, admit, fact_hash, read_facts
+from .embedder import Embedder
+from .entities import EntityExtractor
+from .extractor import ExtractionOutput, Extractor
+from .filters import compile_filters
+from .procedural import PROCEDURAL_PROMPT_VERSION, build_procedural_prompt, render_summary
+from .prompts import MAX_EXISTING, MAX_RECENT, PROMPT_VERSION, ExistingMemory, PromptMessage
+from .prompts import build_facts_prompt as build_prompt
+from .records import AddPlan, MemoryRecord, MessageRecord, NewMemory, NewMessage
+from .store import Store, keyword_text
+from .validation import Scope
+
+
+@dataclass(frozen=True)
+class Models:
+    embedder: Embedder
+    extractor: Extractor
+    entities: EntityExtractor
+
+
+@dataclass(frozen=True)
+class AddRequest:
+    scope: Scope
+    messages: Sequence[NewMessage]  # every message of the call, stored as given
+    metadata: dict[str, Any]
+    expiration_date: str | None
+    instructions: str | None  # the call's `prompt`, else the config's custom_instructions
+    now: datetime
+
+
+def _prompt_message(message: NewMessage | MessageRecord) -> PromptMessage:
+    return PromptMessage(
+        role=message.role, content=message.content, name=message.name,
+        observed_at=message.observed_at,
+    )  # fmt: skip
+
+
+def existing_memories(
+    store: Store, embedder: Embedder, scope: Scope, texts: Sequence[str], now: datetime
+) -> list[MemoryRecord]:
+    """Up to 10 active, unexpired memories of the scope most similar to the new messages, in the
+    order they were written (a stable order keeps more of the prompt in the KV cache)."""
+    where = compile_filters({k: v for k, v in scope.as_dict().items() if v is not None})
+    query = embedder.embed("\n".join(texts))
+    if hasattr(store, "vector_search"):
+        records = [
+            record for record, _ in store.vector_search(query, where, k=MAX_EXISTING, now=now)
+        ]
+    else:  # the store's hybrid-search interface
+        condition = store.search_filter(where, now=now)
+        hits = store.vector_candidates(query, where, condition, k=MAX_EXISTING)
+        records = list(store.records_by_rowid(list(hits)).values())
+    return sorted(records, key=lambda r: (r.created_at, r.rowid))
+
+
+def plan_facts(
+    store: Store, models: Models, request: AddRequest
+) -> tuple[AddPlan, list[dict[str, Any]], ExtractionOutput | None]:
+    """The plan and Mem0-shaped results of an infer=True add, and the model call's figures."""
+    shown = [i for i, m in enumerate(request.messages) if m.role != "system" and m.content.strip()]
+    plan = AddPlan(
+        scope=request.scope, messages=list(request.messages), memories=[],
+        embedder_sha256=models.embedder.identity.sha256,
+        extractor_sha256=models.extractor.identity.sha256, prompt_version=PROMPT_VERSION,
+    )  # fmt: skip
+    if not shown:
+        return plan, [], None
+    texts = [request.messages[i].content for i in shown]
+    recent = store.recent_messages(request.scope, MAX_RECENT)
+    existing = existing_memories(store, models.embedder, request.scope, texts, request.now)
+    prompt = build_prompt(
+        new_messages=[_prompt_message(request.messages[i]) for i in shown],
+        recent=[_prompt_message(m) for m in recent],
+        existing=[ExistingMemory(text=r.text, observed_at=r.observed_at) for r in existing],
+        now=request.now,
+        instructions=request.instructions,
+    )
+    output = models.extractor.extract(prompt)
+    facts = read_facts(output.data, shown_messages=shown, shown_memories=existing)
+    if not facts:
+        return plan, [], output
+    vectors = models.embedder.embed_batch([f.text for f in facts] + [r.text for r in existing])
+    hashes = store.hashes_in_scope(request.scope, [fact_hash(f.text) for f in facts])
+    context = AdmissionContext(
+        messages=request.messages, shown_memories=existing, shown_vectors=vectors[len(facts) :],
+        existing_hashes=frozenset(hashes), metadata=request.metadata,
+        expiration_date=request.expiration_date,
+    )  # fmt: skip
+    admission = admit(facts, vectors[: len(facts)], context)
+    _attach_entities(models.entities, admission.memories)
+    plan.memories.extend(admission.memories)
+    return plan, admission.results, output
+
+
+def plan_procedural(
+    store: Store, models: Models, request: AddRequest
+) -> tuple[AddPlan, list[dict[str, Any]], ExtractionOutput]:
+    """One summary memory of an agent's run; `request.instructions` replaces the system prompt."""
+    plan = AddPlan(
+        scope=request.scope, messages=list(request.messages), memories=[],
+        embedder_sha256=models.embedder.identity.sha256,
+        extractor_sha256=models.extractor.identity.sha256,
+        prompt_version=PROCEDURAL_PROMPT_VERSION,
+    )  # fmt: skip
+    prompt = build_procedural_prompt(
+        [_prompt_message(m) for m in request.messages if m.content.strip()],
+        system_prompt=request.instructions,
+    )
+    output = models.extractor.extract(prompt)
+    text = render_summary(output.data)
+    digest = fact_hash(text)
+    if not text or store.hashes_in_scope(request.scope, [digest]):
+        return plan, [], output
+    vector: np.ndarray = models.embedder.embed(text)
+    memory = NewMemory(
+        id=_new_id(), text=text, hash=digest, vector=vector, keyword_text=keyword_text(text),
+        metadata=dict(request.metadata), role="assistant", attributed_to="assistant",
+        memory_type="procedural_memory", observed_at=_latest(request.messages),
+        expiration_date=request.expiration_date,
+        source_messages=list(range(len(request.messages))),
+    )  # fmt: skip
+    _attach_entities(models.entities, [memory])
+    plan.memories.append(memory)
+    return plan, [{"id": memory.id, "memory": text, "event": "ADD"}], output
+
+
+def _attach_entities(entities: EntityExtractor, memories: Sequence[NewMemory]) -> None:
+    for memory, mentions in zip(
+        memories, entities.extract_batch([m.text for m in memories]), strict=True
+    ):
+        memory.entities = list(mentions)
+
+
+def _latest(messages: Sequence[NewMessage]) -> str | None:
+    stamps = [m.observed_at for m in messages if m.observed_at is not None]
+    return max(stamps) if stamps else None
+
+
+def _new_id() -> str:
+    import uuid
+
+    return str(uuid.uuid4())

@@ -1,0 +1,123 @@
+"""add(infer=True) through the public API, with fake models: results, supersession, failures."""
+
+from __future__ import annotations
+
+import pytest
+
+from offline_mem.errors import ExtractionError
+from offline_mem.memory import Memory
+from offline_mem.prompts import PROMPT_VERSION
+from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, fact
+
+
+def memory(tmp_path, *script, **config):
+    return Memory({"path": str(tmp_path / "m.db"), **config}, embedder=FakeEmbedder(),
+                  extractor=FakeExtractor(*script), entities=FakeEntities())  # fmt: skip
+
+
+def test_add_infers_facts_with_provenance_and_entities(tmp_path):
+    m = memory(tmp_path, {"facts": [fact("User lives in Lisbon."), fact("User likes Tea.")]})
+    out = m.add([{"role": "user", "content": "I live in Lisbon and like tea."},
+                 {"role": "assistant", "content": "Noted!"}], user_id="u")  # fmt: skip
+    assert [(r["memory"], r["event"]) for r in out["results"]] == [
+        ("User lives in Lisbon.", "ADD"), ("User likes Tea.", "ADD")]  # fmt: skip
+    item = m.get(out["results"][0]["id"])
+    assert item["attributed_to"] == "user" and item["user_id"] == "u"
+    counts = m.store.counts()
+    assert counts["messages"] == 2 and counts["provenance"] == 2
+    assert counts["entities"] == 2  # "Lisbon", "Tea"; "User" is never an entity
+    sources = m.search("Lisbon", filters={"user_id": "u"}, include_sources=True)["results"]
+    assert sources[0]["sources"][0]["content"] == "I live in Lisbon and like tea."
+    row = m.store.db.query_one("SELECT extractor_sha256, prompt_version FROM memories LIMIT 1")
+    assert row == (m.extractor.identity.sha256, PROMPT_VERSION)
+
+
+def test_supersession_through_the_api(tmp_path):
+    m = memory(tmp_path, {"facts": [fact("User lives in Lisbon.")]},
+               {"facts": [fact("User moved from Lisbon to Porto.", supersedes=[0])]})  # fmt: skip
+    old = m.add("I live in Lisbon.", user_id="u")["results"][0]["id"]
+    out = m.add("I moved to Porto.", user_id="u")["results"]
+    new = out[0]["id"]
+    assert out == [
+        {"id": new, "memory": "User moved from Lisbon to Porto.", "event": "ADD",
+         "supersedes": [old]},
+        {"id": old, "memory": "User lives in Lisbon.", "event": "SUPERSEDE", "superseded_by": new},
+    ]  # fmt: skip
+    # the model saw the old memory under alias 0, never its id
+    prompt = m.extractor.calls[1].messages[1]["content"]
+    assert "0. User lives in Lisbon." in prompt and old not in prompt
+    assert "- user: I live in Lisbon." in prompt  # recent messages of the scope
+    assert m.get(old)["state"] == "superseded" and m.get(old)["superseded_by"] == new
+    assert [r["id"] for r in m.get_all(filters={"user_id": "u"})["results"]] == [new]
+    events = [(h["event"], h.get("related_memory_id")) for h in m.history(old)]
+    assert events == [("ADD", None), ("SUPERSEDE", new)]
+
+
+def test_superseded_and_expired_memories_are_not_shown_to_the_model(tmp_path):
+    m = memory(tmp_path, {"facts": [fact("User lives in Lisbon.")]},
+               {"facts": [fact("User lives in Porto.", supersedes=[0])]},
+               {"facts": [fact("User likes tea.")]})  # fmt: skip
+    m.add("Lisbon", user_id="u")
+    m.add("Porto", user_id="u")
+    m.add("tea", user_id="u", expiration_date="2000-01-01")
+    m.add("anything", user_id="u")
+    shown = m.extractor.calls[3].messages[1]["content"].split("Existing memories:\n")[1]
+    assert shown.startswith("0. User lives in Porto.\n\nNew messages")
+
+
+def test_model_error_leaves_the_file_unchanged(tmp_path):
+    m = memory(tmp_path, {"facts": [fact("User likes tea.")]}, ExtractionError("boom"))
+    m.add("I like tea", user_id="u")
+    before = m.store.counts()
+    with pytest.raises(ExtractionError, match="boom"):
+        m.add("I like coffee", user_id="u")
+    assert m.store.counts() == before
+
+
+def test_empty_extraction_still_records_the_messages(tmp_path):
+    m = memory(tmp_path, {"facts": []})
+    assert m.add("Hello!", user_id="u") == {"results": []}
+    assert m.store.counts()["messages"] == 1 and m.store.counts()["memories"] == 0
+
+
+def test_exact_duplicates_of_the_scope_are_not_added_again(tmp_path):
+    m = memory(tmp_path, {"facts": [fact("User likes tea.")]}, {"facts": [fact("User likes tea.")]})
+    m.add("tea", user_id="u")
+    assert m.add("tea again", user_id="u") == {"results": []}
+
+
+def test_timestamps_are_the_observation_date(tmp_path):
+    m = memory(tmp_path, {"facts": [fact("User went to Rome on 2023-04-01.")]})
+    out = m.add([{"role": "user", "content": "Yesterday I went to Rome",
+                  "timestamp": "2023-04-02T12:00:00Z"}], user_id="u")  # fmt: skip
+    prompt = m.extractor.calls[0].messages[1]["content"]
+    assert "Observation date of the new messages: 2023-04-02 (Sunday)" in prompt
+    assert m.get(out["results"][0]["id"])["observed_at"].startswith("2023-04-02T12:00:00")
+
+
+def test_prompt_and_custom_instructions(tmp_path):
+    m = memory(tmp_path, custom_instructions="Only food.")
+    m.add("x", user_id="u")
+    m.add("y", user_id="u", prompt="Only travel.")
+    assert m.extractor.calls[0].messages[0]["content"].endswith("Only food.")
+    assert m.extractor.calls[1].messages[0]["content"].endswith("Only travel.")
+
+
+def test_system_only_messages_skip_the_model(tmp_path):
+    m = memory(tmp_path)
+    assert m.add({"role": "system", "content": "be nice"}, user_id="u") == {"results": []}
+    assert m.extractor.calls == [] and m.store.counts()["messages"] == 1
+
+
+def test_raw_adds_get_entity_links(tmp_path):
+    m = memory(tmp_path)
+    m.add("I met Ana in Porto", user_id="u", infer=False)
+    names = {row[0] for row in m.store.db.query("SELECT norm FROM entities")}
+    assert names == {"ana", "porto"}
+    assert m.store.counts()["entity_links"] == 2
+
+
+def test_close_releases_the_extractor(tmp_path):
+    m = memory(tmp_path)
+    m.close()
+    assert m.extractor.closed
