@@ -35,6 +35,8 @@ class MemoryConfig:
     threads: int | None = None
     custom_instructions: str | None = None
     busy_timeout_ms: int = 30_000
+    # {"semantic": w, "keyword": w, "entity": w}, summing to 1 (see ranking.py)
+    ranking_weights: dict[str, float] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod

@@ -62,8 +62,42 @@ def _m001_core(db: Database, ctx: MigrationContext) -> None:
         "user_id TEXT PARTITION KEY, "
         f"embedding FLOAT[{int(ctx.dimension)}] distance_metric=cosine)"
     )
-    # Keyword index: rowid = memories.rowid; holds the text prepared for keyword search.
-    db.execute("CREATE VIRTUAL TABLE memory_keywords USING fts5(text, tokenize='porter unicode61')")
+    # Keyword index (see keyword_index.py): BM25 over lemmatised terms with per-partition
+    # statistics. No FTS5: its bm25() uses whole-file statistics, not the user's corpus.
+    db.execute(
+        """CREATE TABLE keyword_docs (
+            memory_rowid INTEGER PRIMARY KEY REFERENCES memories(rowid),
+            partition TEXT NOT NULL,
+            length INTEGER NOT NULL
+        )"""
+    )
+    db.execute(
+        """CREATE TABLE keyword_postings (
+            partition TEXT NOT NULL,
+            term TEXT NOT NULL,
+            memory_rowid INTEGER NOT NULL REFERENCES keyword_docs(memory_rowid),
+            tf INTEGER NOT NULL,
+            PRIMARY KEY (partition, term, memory_rowid)
+        ) WITHOUT ROWID"""
+    )
+    db.execute("CREATE INDEX keyword_postings_memory ON keyword_postings(memory_rowid)")
+    db.execute("CREATE INDEX keyword_postings_term ON keyword_postings(term)")
+    db.execute(
+        """CREATE TABLE keyword_terms (
+            partition TEXT NOT NULL,
+            term TEXT NOT NULL,
+            df INTEGER NOT NULL,
+            PRIMARY KEY (partition, term)
+        ) WITHOUT ROWID"""
+    )
+    db.execute("CREATE INDEX keyword_terms_term ON keyword_terms(term)")
+    db.execute(
+        """CREATE TABLE keyword_partitions (
+            partition TEXT PRIMARY KEY,
+            docs INTEGER NOT NULL,
+            total_length INTEGER NOT NULL
+        )"""
+    )
     db.execute(
         """CREATE TABLE entities (
             rowid INTEGER PRIMARY KEY,

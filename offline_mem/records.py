@@ -166,7 +166,7 @@ class NewMemory:
     text: str
     hash: str
     vector: np.ndarray
-    keyword_text: str
+    keyword_text: str  # the text analysed into keyword terms (usually the memory text)
     metadata: dict[str, Any]
     role: str | None = None
     actor_id: str | None = None
@@ -177,6 +177,7 @@ class NewMemory:
     source_messages: list[int] = field(default_factory=list)  # indexes into AddPlan.messages
     entities: list[EntityMention] = field(default_factory=list)
     supersedes: list[str] = field(default_factory=list)  # ids of memories this one replaces
+    terms: list[str] | None = None  # keyword terms of keyword_text; filled before the write
 
 
 @dataclass

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from . import keyword_index
 from .db import Database, Tracer
 from .embedder import EmbedderIdentity
 from .errors import CorruptFileError, EmbedderMismatchError, MemoryNotFoundError
@@ -36,7 +37,7 @@ MAX_KNN = 4096  # sqlite-vec's largest k
 
 
 def keyword_text(text: str) -> str:
-    """The text indexed for keyword search (the FTS5 tokenizer stems it)."""
+    """The text analysed into keyword terms for a memory (its own text)."""
     return text
 
 
@@ -150,7 +151,9 @@ class Store:
              plan.extractor_sha256, plan.prompt_version),
         )  # fmt: skip
         rowid = cursor.lastrowid
-        self._write_index_rows(rowid, scope.user_id, memory.vector, memory.keyword_text)
+        if memory.terms is None:
+            raise ValueError("NewMemory.terms must be filled (Memory analyses texts first)")
+        self._write_index_rows(rowid, scope.user_id, memory.vector, memory.terms)
         for index in memory.source_messages:
             self.db.execute(
                 "INSERT OR IGNORE INTO provenance (memory_rowid, message_seq) VALUES (?, ?)",
@@ -162,15 +165,13 @@ class Store:
             self._supersede(old_id, memory.id, stamp)
 
     def _write_index_rows(
-        self, rowid: int, user_id: str | None, vector: np.ndarray, keywords: str
+        self, rowid: int, user_id: str | None, vector: np.ndarray, terms: Sequence[str]
     ) -> None:
         self.db.execute(
             "INSERT INTO memory_vectors (rowid, user_id, embedding) VALUES (?, ?, ?)",
             (rowid, _partition(user_id), _vector_blob(vector)),
         )
-        self.db.execute(
-            "INSERT INTO memory_keywords (rowid, text) VALUES (?, ?)", (rowid, keywords)
-        )
+        keyword_index.index_terms(self.db, rowid, keyword_index.partition_of(user_id), terms)
 
     def _link_entities(self, rowid: int, scope: Scope, entities: Sequence[EntityMention]) -> None:
         for entity in entities:
@@ -226,6 +227,8 @@ class Store:
         text: str | None,
         text_hash: str | None,
         vector: np.ndarray | None,
+        terms: Sequence[str] | None = None,
+        entities: Sequence[EntityMention] | None = None,
         metadata: dict[str, Any] | None,
         expiration_date: str | type[Ellipsis] | None,
         now: datetime | None = None,
@@ -251,10 +254,13 @@ class Store:
                     "UPDATE memory_vectors SET embedding = ? WHERE rowid = ?",
                     (_vector_blob(vector), current.rowid),
                 )
-                self.db.execute(
-                    "UPDATE memory_keywords SET text = ? WHERE rowid = ?",
-                    (keyword_text(text), current.rowid),
+                keyword_index.unindex(self.db, current.rowid)
+                keyword_index.index_terms(
+                    self.db, current.rowid, keyword_index.partition_of(current.user_id), terms or []
                 )
+                self.db.execute("DELETE FROM entity_links WHERE memory_rowid = ?", (current.rowid,))
+                self._link_entities(current.rowid, current.scope, entities or [])
+                self._drop_unlinked_entities()
             new_text = text if text is not None else current.text
             self._history(current.id, current.text, new_text, "UPDATE", stamp,
                           current.actor_id, current.role)  # fmt: skip
@@ -280,7 +286,7 @@ class Store:
             self._history(record.id, record.text, None, "DELETE", stamp, record.actor_id,
                           record.role, is_deleted=True)  # fmt: skip
             self.db.execute("DELETE FROM memory_vectors WHERE rowid = ?", (record.rowid,))
-            self.db.execute("DELETE FROM memory_keywords WHERE rowid = ?", (record.rowid,))
+            keyword_index.unindex(self.db, record.rowid)
             # entity_links and provenance go with the row (ON DELETE CASCADE)
             self.db.execute("DELETE FROM memories WHERE rowid = ?", (record.rowid,))
         self._drop_unlinked_entities()
@@ -312,7 +318,8 @@ class Store:
         """Remove every memory, message, entity and history row; the schema and meta stay."""
         with self.db.atomic():
             for table in ("provenance", "entity_links", "entities", "memory_vectors",
-                          "memory_keywords", "memories", "messages", "history"):  # fmt: skip
+                          "keyword_postings", "keyword_terms", "keyword_docs", "keyword_partitions",
+                          "memories", "messages", "history"):  # fmt: skip
                 self.db.execute(f"DELETE FROM {table}")
 
     # -- reads --------------------------------------------------------------------------------
@@ -358,36 +365,117 @@ class Store:
         )
         return [MemoryRecord.from_row(row) for row in rows]
 
-    def vector_search(
+    def search_filter(
         self,
-        vector: np.ndarray,
         where: CompiledFilter,
         *,
-        k: int,
         include_expired: bool = False,
         include_superseded: bool = False,
         now: datetime | None = None,
-    ) -> list[tuple[MemoryRecord, float]]:
-        """Exact KNN among the memories that pass the filter: the filter is applied inside the
-        KNN (`rowid IN (...)`), never to a global top-k. Returns (record, cosine similarity)."""
+    ) -> tuple[str, list[Any]]:
+        """The caller's filter plus visibility (state, expiry), as SQL over alias m. Every
+        signal of a search uses this same condition."""
         visible, vparams = self._visibility(
             now=now or utc_now(), include_expired=include_expired,
             include_superseded=include_superseded,
         )  # fmt: skip
+        return f"{where.sql} AND {visible}", [*where.params, *vparams]
+
+    def vector_candidates(
+        self, vector: np.ndarray, where: CompiledFilter, condition: tuple[str, list[Any]], *, k: int
+    ) -> dict[int, float]:
+        """Exact KNN among the memories that pass the condition: the filter is applied inside the
+        KNN (`rowid IN (...)`), never to a global top-k. Returns rowid -> cosine similarity."""
+        sql, params = condition
         partition_sql, partition_params = "", []
         if where.scope.user_id is not None:
             partition_sql, partition_params = " AND v.user_id = ?", [where.scope.user_id]
         hits = self.db.query(
             "SELECT v.rowid, v.distance FROM memory_vectors v"
             f" WHERE v.embedding MATCH ? AND k = ?{partition_sql}"
-            f" AND v.rowid IN (SELECT m.rowid FROM memories m WHERE {where.sql} AND {visible})"
+            f" AND v.rowid IN (SELECT m.rowid FROM memories m WHERE {sql})"
             " ORDER BY v.distance",
-            (_vector_blob(vector), min(k, MAX_KNN), *partition_params, *where.params, *vparams),
+            (_vector_blob(vector), min(k, MAX_KNN), *partition_params, *params),
         )
-        if not hits:
-            return []
-        records = self._records_by_rowid([rowid for rowid, _ in hits])
-        return [(records[rowid], 1.0 - float(distance)) for rowid, distance in hits]
+        return {int(rowid): 1.0 - float(distance) for rowid, distance in hits}
+
+    def vector_similarities(self, vector: np.ndarray, rowids: Sequence[int]) -> dict[int, float]:
+        """Cosine similarity of the query to the given memories' stored vectors."""
+        if not rowids:
+            return {}
+        marks = ", ".join("?" for _ in rowids)
+        rows = self.db.query(
+            f"SELECT rowid, embedding FROM memory_vectors WHERE rowid IN ({marks})", rowids
+        )
+        query = np.asarray(vector, dtype=np.float32)
+        return {
+            int(rowid): float(np.frombuffer(blob, dtype=np.float32) @ query) for rowid, blob in rows
+        }
+
+    def keyword_stats(
+        self, terms: Sequence[str], where: CompiledFilter
+    ) -> keyword_index.QueryStats:
+        return keyword_index.query_stats(self.db, terms, self._keyword_partition(where))
+
+    def keyword_candidates(
+        self,
+        stats: keyword_index.QueryStats,
+        where: CompiledFilter,
+        condition: tuple[str, list[Any]],
+        *,
+        limit: int | None = None,
+        only_rowids: Sequence[int] | None = None,
+    ) -> dict[int, float]:
+        sql, params = condition
+        return keyword_index.bm25_scores(
+            self.db, stats, self._keyword_partition(where), sql, params,
+            limit=limit, only_rowids=only_rowids,
+        )  # fmt: skip
+
+    @staticmethod
+    def _keyword_partition(where: CompiledFilter) -> str | None:
+        user = where.scope.user_id
+        return None if user is None else keyword_index.partition_of(user)
+
+    def entity_candidates(
+        self, norms: Sequence[str], condition: tuple[str, list[Any]]
+    ) -> tuple[set[str], dict[int, int]]:
+        """Which of `norms` name entities linked to visible memories, and for each such memory
+        how many of them it is linked to."""
+        if not norms:
+            return set(), {}
+        sql, params = condition
+        marks = ", ".join("?" for _ in norms)
+        rows = self.db.query(
+            "SELECT l.memory_rowid, e.norm FROM entities e "
+            "JOIN entity_links l ON l.entity_rowid = e.rowid "
+            "JOIN memories m ON m.rowid = l.memory_rowid "
+            f"WHERE e.norm IN ({marks}) AND {sql}",
+            (*norms, *params),
+        )
+        known: set[str] = set()
+        per_memory: dict[int, set[str]] = {}
+        for rowid, norm in rows:
+            known.add(norm)
+            per_memory.setdefault(int(rowid), set()).add(norm)
+        return known, {rowid: len(found) for rowid, found in per_memory.items()}
+
+    def records_by_rowid(self, rowids: Sequence[int]) -> dict[int, MemoryRecord]:
+        if not rowids:
+            return {}
+        return self._records_by_rowid(rowids)
+
+    def entities_of(self, rowid: int) -> list[tuple[str, str, str]]:
+        """(name, norm, kind) of the entities a memory is linked to."""
+        return [
+            tuple(row)
+            for row in self.db.query(
+                "SELECT e.name, e.norm, e.kind FROM entity_links l "
+                "JOIN entities e ON e.rowid = l.entity_rowid WHERE l.memory_rowid = ? "
+                "ORDER BY e.norm",
+                (rowid,),
+            )
+        ]
 
     def _records_by_rowid(self, rowids: Sequence[int]) -> dict[int, MemoryRecord]:
         marks = ", ".join("?" for _ in rowids)
@@ -433,7 +521,8 @@ class Store:
         return {row[0] for row in rows}
 
     def counts(self) -> dict[str, int]:
-        tables = ("memories", "memory_vectors", "memory_keywords", "entities", "entity_links",
+        tables = ("memories", "memory_vectors", "keyword_docs", "keyword_postings", "entities",
+                  "entity_links",
                   "history", "messages", "provenance")  # fmt: skip
         return {t: self.db.query_one(f"SELECT count(*) FROM {t}")[0] for t in tables}
 

@@ -129,7 +129,7 @@ def test_delete_keeps_history_and_removes_everything_else(memory: Memory) -> Non
     assert [h["event"] for h in memory.history(mid)] == ["ADD", "DELETE"]
     assert memory.history(mid)[-1]["is_deleted"] is True
     counts = memory.store.counts()
-    assert counts["memories"] == counts["memory_vectors"] == counts["memory_keywords"] == 0
+    assert counts["memories"] == counts["memory_vectors"] == counts["keyword_docs"] == 0
     assert counts["provenance"] == 0
     with pytest.raises(MemoryNotFoundError):
         memory.delete(mid)

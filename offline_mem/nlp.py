@@ -1,0 +1,104 @@
+"""Text analysis for retrieval: keyword terms (spaCy lemmas) and the query's words.
+Entity mentions come from entities.py, with the same normalisation for memories and queries.
+
+The spaCy pipeline loads from the verified local folder by path (never by package name, never from
+a hub), without the parser, which retrieval does not need. Loaded pipelines are shared per folder
+within a process: loading costs ~0.5 s and the pipeline is read-only.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .entities import normalize_entity
+from .errors import ModelError
+from .records import EntityMention
+
+MAX_QUERY_NGRAM = 3
+
+
+@dataclass(frozen=True)
+class Analysis:
+    terms: list[str]  # keyword terms, in text order (repeats kept: they are term frequencies)
+    tokens: list[str] = field(default_factory=list)  # lowercased words, for query n-grams
+
+
+class TextAnalyzer(ABC):
+    """One abstract batch method; everything retrieval needs from language."""
+
+    @abstractmethod
+    def analyze_batch(self, texts: Sequence[str]) -> list[Analysis]:
+        """Analyse each text."""
+
+    def analyze(self, text: str) -> Analysis:
+        return self.analyze_batch([text])[0]
+
+    def query_entity_norms(
+        self, analysis: Analysis, mentions: Sequence[EntityMention] = ()
+    ) -> list[str]:
+        """Candidate entity norms for a query: its entity mentions plus every 1-3 word n-gram,
+        so a lowercase 'marta' still finds 'Marta'. Only norms known in the scope will count."""
+        norms = [m.norm for m in mentions]
+        words = [w for w in analysis.tokens if w]
+        for size in range(1, MAX_QUERY_NGRAM + 1):
+            for start in range(len(words) - size + 1):
+                norms.append(normalize_entity(" ".join(words[start : start + size])))
+        return sorted({n for n in norms if n})[:200]
+
+
+_PIPELINES: dict[str, Any] = {}
+_PIPELINES_LOCK = threading.Lock()
+
+
+def load_spacy(folder: Path) -> Any:
+    key = str(Path(folder).resolve())
+    with _PIPELINES_LOCK:
+        if key not in _PIPELINES:
+            import spacy
+
+            try:
+                _PIPELINES[key] = spacy.load(key, exclude=["parser", "senter"])
+            except Exception as exc:  # spaCy raises many types; one typed error out
+                raise ModelError(f"cannot load the spaCy pipeline from {folder}: {exc}") from exc
+        return _PIPELINES[key]
+
+
+class SpacyAnalyzer(TextAnalyzer):
+    def __init__(self, folder: Path, *, batch_size: int = 128) -> None:
+        self.folder = Path(folder)
+        self.batch_size = batch_size
+
+    def analyze_batch(self, texts: Sequence[str]) -> list[Analysis]:
+        if not texts:
+            return []
+        nlp = load_spacy(self.folder)
+        return [_from_doc(doc) for doc in nlp.pipe(list(texts), batch_size=self.batch_size)]
+
+
+def _from_doc(doc: Any) -> Analysis:
+    terms = [term for token in doc if (term := _term(token))]
+    tokens = [token.lower_ for token in doc if not token.is_punct and not token.is_space]
+    return Analysis(terms=terms, tokens=tokens)
+
+
+def _term(token: Any) -> str | None:
+    if token.is_punct or token.is_space or token.is_stop:
+        return None
+    if token.like_num or token.pos_ == "PROPN":
+        text = token.lower_  # names and numbers stay as written ("4417", "okonkwo")
+    else:
+        text = (token.lemma_ or token.text).lower()
+    text = text.strip("'\"-_.,")
+    return text or None
+
+
+def term_frequencies(terms: Iterable[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for term in terms:
+        counts[term] = counts.get(term, 0) + 1
+    return counts

@@ -1,0 +1,89 @@
+"""Ranking: three signals combined into one score on a fixed scale. Pure, no I/O.
+
+Each signal is first put on [0, 1] with a meaning that does not depend on the query:
+  semantic = cosine similarity of query and memory embeddings, clipped at 0;
+  keyword  = BM25 / (BM25 of an average-length memory holding each query term once), capped
+             at 1 — "how much of the query's keyword evidence this memory carries";
+  entity   = share of the query's known entities (those linked to some visible memory of the
+             scope) that this memory is linked to.
+The final score is the weighted sum with weights that sum to 1, so it lies in [0, 1] and a
+threshold means the same for every query. (Mem0 divides by a per-query maximum, so its scale
+shifts with whether any keyword or entity matched at all.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .errors import ValidationError
+
+
+@dataclass(frozen=True)
+class Weights:
+    semantic: float = 0.6
+    keyword: float = 0.3
+    entity: float = 0.1
+
+    def __post_init__(self) -> None:
+        values = (self.semantic, self.keyword, self.entity)
+        if any(v < 0 for v in values) or abs(sum(values) - 1.0) > 1e-9:
+            raise ValidationError(f"ranking weights must be >= 0 and sum to 1, got {values}")
+
+
+@dataclass(frozen=True)
+class Signals:
+    """The raw evidence for one candidate (None: the signal has nothing for it)."""
+
+    rowid: int
+    cosine: float | None = None
+    bm25: float | None = None
+    entity_matches: int = 0
+
+
+@dataclass(frozen=True)
+class Ranked:
+    rowid: int
+    score: float
+    semantic: float
+    keyword: float
+    entity: float
+    bm25: float
+
+    def explain(self, weights: Weights, threshold: float | None) -> dict[str, float | None]:
+        return {
+            "semantic_score": round(self.semantic, 6),
+            "keyword_score": round(self.keyword, 6),
+            "bm25_score": round(self.bm25, 6),
+            "entity_score": round(self.entity, 6),
+            "semantic_weight": weights.semantic,
+            "keyword_weight": weights.keyword,
+            "entity_weight": weights.entity,
+            "final_score": round(self.score, 6),
+            "max_possible_score": 1.0,
+            "threshold": threshold,
+        }
+
+
+def score_and_rank(
+    candidates: Iterable[Signals],
+    *,
+    keyword_ideal: float,
+    query_entities: int,
+    weights: Weights,
+    threshold: float | None,
+    top_k: int,
+) -> list[Ranked]:
+    """Best first; ties broken by rowid (older first) so results are deterministic."""
+    ranked = []
+    for c in candidates:
+        semantic = max(0.0, min(1.0, c.cosine or 0.0))
+        bm25 = c.bm25 or 0.0
+        keyword = min(1.0, bm25 / keyword_ideal) if keyword_ideal > 0 else 0.0
+        entity = min(1.0, c.entity_matches / query_entities) if query_entities else 0.0
+        score = weights.semantic * semantic + weights.keyword * keyword + weights.entity * entity
+        if threshold is not None and score < threshold:
+            continue
+        ranked.append(Ranked(c.rowid, score, semantic, keyword, entity, bm25))
+    ranked.sort(key=lambda r: (-r.score, r.rowid))
+    return ranked[:top_k]
