@@ -20,7 +20,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import ModelError
 from .records import EntityMention
 
 SKIPPED_LABELS = frozenset({"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"})
@@ -93,19 +92,10 @@ class SpacyEntities(EntityExtractor):
         with self._lock:
             if self._nlp is None:
                 from .model_files import verified_model_dir
+                from .nlp import load_spacy
 
-                folder = verified_model_dir(self.name, self.models_dir)
-                try:
-                    import spacy
-                except ImportError as exc:
-                    raise ModelError(
-                        "entity extraction needs spaCy: pip install 'offline_mem[nlp]'"
-                    ) from exc
-                try:
-                    # The parser and lemmatizer are not needed for entities and proper nouns.
-                    self._nlp = spacy.load(folder, exclude=["parser", "lemmatizer"])
-                except Exception as exc:  # spaCy raises OSError/ValueError/config errors
-                    raise ModelError(f"cannot load spaCy pipeline from {folder}: {exc}") from exc
+                # One pipeline per folder per process, shared with keyword analysis (nlp.py).
+                self._nlp = load_spacy(verified_model_dir(self.name, self.models_dir))
             return self._nlp
 
     def extract_batch(self, texts: Sequence[str]) -> list[list[EntityMention]]:

@@ -59,8 +59,12 @@ def load_spacy(folder: Path) -> Any:
     key = str(Path(folder).resolve())
     with _PIPELINES_LOCK:
         if key not in _PIPELINES:
-            import spacy
-
+            try:
+                import spacy
+            except ImportError as exc:
+                raise ModelError(
+                    "text analysis needs spaCy: pip install 'offline_mem[nlp]'"
+                ) from exc
             try:
                 _PIPELINES[key] = spacy.load(key, exclude=["parser", "senter"])
             except Exception as exc:  # spaCy raises many types; one typed error out
