@@ -8,14 +8,17 @@ Tables (all in the memory file, written in the caller's transaction):
 
 A partition is a user_id ('' for memories without one), as for the vectors, so the statistics are
 the user's own corpus and a query reads only that user's postings. BM25 is Okapi BM25 (k1=1.5,
-b=0.75, the defaults of rank-bm25's BM25Okapi) with idf = ln((N - df + 0.5) / (df + 0.5)),
-floored at 0: a term in more than half of the documents carries no evidence.
+b=0.75, the defaults of rank-bm25's BM25Okapi). The idf is Lucene's,
+ln(1 + (N - df + 0.5) / (df + 0.5)), which is always positive: Okapi's ln((N - df + 0.5) /
+(df + 0.5)) is zero or negative for any term in half the documents or more, so in a small scope
+(a user with two memories) a word found in one of them would carry no evidence at all.
+`okapi_idf` is kept so a test can check the rest of the formula against rank-bm25's BM25Okapi.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,11 +97,20 @@ class QueryStats:
         return sum(self.idf.values())
 
 
+def lucene_idf(docs: int, df: int) -> float:
+    return math.log(1.0 + (docs - df + 0.5) / (df + 0.5))
+
+
 def okapi_idf(docs: int, df: int) -> float:
-    return max(0.0, math.log((docs - df + 0.5) / (df + 0.5)))
+    return math.log((docs - df + 0.5) / (df + 0.5))
 
 
-def query_stats(db: Database, terms: Sequence[str], partition: str | None) -> QueryStats:
+IdfFunction = Callable[[int, int], float]
+
+
+def query_stats(
+    db: Database, terms: Sequence[str], partition: str | None, *, idf: IdfFunction = lucene_idf
+) -> QueryStats:
     """Corpus statistics for the query terms: of one partition, or of all when None."""
     unique = sorted(set(terms))
     if partition is None:
@@ -117,8 +129,8 @@ def query_stats(db: Database, terms: Sequence[str], partition: str | None) -> Qu
         return QueryStats(0, 0.0, {})
     marks = ", ".join("?" for _ in unique)
     dfs = dict(db.query(term_sql.format(marks), (*params, *unique)))
-    idf = {term: okapi_idf(docs, int(df)) for term, df in dfs.items() if df}
-    return QueryStats(docs=docs, avg_length=total / docs, idf=idf)
+    weights = {term: idf(docs, int(df)) for term, df in dfs.items() if df}
+    return QueryStats(docs=docs, avg_length=total / docs, idf=weights)
 
 
 def bm25_scores(
@@ -133,7 +145,7 @@ def bm25_scores(
 ) -> dict[int, float]:
     """BM25 of the memories passing `where_sql` (over alias m) that hold a query term:
     the best `limit`, or exactly those in `only_rowids`."""
-    weighted = {t: w for t, w in stats.idf.items() if w > 0}
+    weighted = {t: w for t, w in stats.idf.items() if w != 0}
     if not weighted or stats.avg_length <= 0:
         return {}
     values = ", ".join("(?, ?)" for _ in weighted)
