@@ -8,6 +8,7 @@ within a process: loading costs ~0.5 s and the pipeline is read-only.
 
 from __future__ import annotations
 
+import re
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
@@ -20,6 +21,7 @@ from .errors import ModelError
 from .records import EntityMention
 
 MAX_QUERY_NGRAM = 3
+_PARTS = re.compile(r"[^\w]+")
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,8 @@ class SpacyAnalyzer(TextAnalyzer):
 
 
 def _from_doc(doc: Any) -> Analysis:
-    terms = [term for token in doc if (term := _term(token))]
+    # "quokka-velvet-27" is one spaCy token; index its parts so "velvet" finds it
+    terms = [part for token in doc if (term := _term(token)) for part in _PARTS.split(term) if part]
     tokens = [token.lower_ for token in doc if not token.is_punct and not token.is_space]
     return Analysis(terms=terms, tokens=tokens)
 

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from offline_mem import Memory
+from offline_mem.filters import compile_filters
+from offline_mem.search import SearchRequest, hybrid_search
 
 
 def show(title: str, payload: Any) -> None:
@@ -18,6 +20,19 @@ def show(title: str, payload: Any) -> None:
 
 def brief(results: dict[str, Any], *keys: str) -> list[dict[str, Any]]:
     return [{k: r[k] for k in ("memory", *keys) if k in r} for r in results["results"]]
+
+
+def keyword_only_demo(memory: Memory) -> None:
+    """A rare name the embedder confuses with a similar one; the keyword signal does not."""
+    query = "Okonkwo phone"
+    where = compile_filters({"user_id": "ana"})
+    semantic = hybrid_search(
+        memory.store, memory.embedder, memory.analyzer,
+        SearchRequest(query=query, where=where, top_k=1, threshold=None, signals=("semantic",)),
+    )  # fmt: skip
+    show(f"vector similarity alone, top 1 for {query!r}", [r.text for r, _ in semantic])
+    found = memory.search(query, filters={"user_id": "ana"}, top_k=1, explain=True)
+    show(f"hybrid search({query!r}, explain=True)", brief(found, "score", "score_details"))
 
 
 def main() -> None:
@@ -32,6 +47,8 @@ def main() -> None:
                 {"role": "user", "content": "My gym locker is number 4417."},
                 {"role": "user", "content": "I am allergic to peanuts."},
                 {"role": "user", "content": "My sister Marta is a doctor in Porto."},
+                {"role": "user", "content": "Dr. Okafor's phone number is 555-0192."},
+                {"role": "user", "content": "Dr. Okonkwo works at the St. Mary clinic."},
             ],
             user_id="ana",
             infer=False,
@@ -40,6 +57,7 @@ def main() -> None:
         for query in ("what food should I avoid?", "where does my sister work?"):
             found = memory.search(query, filters={"user_id": "ana"}, top_k=2)
             show(f"search({query!r})", brief(found, "score"))
+        keyword_only_demo(memory)
         others = memory.search("locker", filters={"user_id": "bob"})
         show("search as another user sees nothing", others["results"])
     print(f"\nall state lives in one file: {path} ({path.stat().st_size:,} bytes)")
