@@ -1,0 +1,369 @@
+"""The memory file's structural invariants, and a comparable snapshot of its logical state.
+
+`violations(db)` lists every broken invariant (empty when the file is sound):
+- SQLite's integrity check and foreign-key check pass;
+- every memory (active or superseded) has exactly one vector row and one keyword_docs row, both in
+  its user's partition, its scope key matches its ids, and its history starts with one ADD row;
+- no orphans: vectors, keyword docs and postings, entity links, provenance, unlinked entities;
+- keyword statistics (df per term, docs and total length per partition, each doc's length) equal
+  what the postings and docs imply;
+- an entity link never crosses scopes.
+
+`logical_state(db)` is what a user can observe (memories, history events, messages), for
+comparing a file with a model of the operations acknowledged to have happened.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from offline_mem.db import Database
+from offline_mem.validation import Scope
+
+
+def open_db(path: str) -> Database:
+    return Database(str(path), busy_timeout_ms=30_000)
+
+
+def _rows(db: Database, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    return [tuple(row) for row in db.query(sql, params)]
+
+
+def violations(db: Database) -> list[str]:
+    """Every broken invariant of the file, as readable lines (empty when sound)."""
+    found: list[str] = []
+
+    def expect_none(what: str, rows: list[tuple[Any, ...]]) -> None:
+        if rows:
+            found.append(f"{what}: {rows[:5]}{' ...' if len(rows) > 5 else ''}")
+
+    integrity = [r[0] for r in db.query("PRAGMA integrity_check")]
+    if integrity != ["ok"]:
+        found.append(f"integrity_check: {integrity[:5]}")
+    expect_none("foreign_key_check", _rows(db, "PRAGMA foreign_key_check"))
+
+    memories = _rows(db, "SELECT rowid, id, user_id, agent_id, run_id, scope, state FROM memories")
+    by_rowid = {row[0]: row for row in memories}
+    vectors = Counter()
+    vector_partition: dict[int, str] = {}
+    for rowid, partition in _rows(db, "SELECT rowid, user_id FROM memory_vectors"):
+        vectors[rowid] += 1
+        vector_partition[rowid] = partition
+    docs = {
+        r[0]: r[1:] for r in _rows(db, "SELECT memory_rowid, partition, length FROM keyword_docs")
+    }
+    adds = Counter(r[0] for r in _rows(db, "SELECT memory_id FROM history WHERE event = 'ADD'"))
+    first_event = dict(
+        _rows(
+            db,
+            "SELECT memory_id, event FROM history h WHERE rowid = "
+            "(SELECT min(rowid) FROM history WHERE memory_id = h.memory_id)",
+        )
+    )
+    for rowid, mid, user, agent, run, scope, state in memories:
+        partition = user or ""
+        if state not in ("active", "superseded"):
+            found.append(f"memory {mid}: state {state!r}")
+        if scope != Scope(user, agent, run).key:
+            found.append(f"memory {mid}: scope key {scope!r} does not match its ids")
+        if vectors[rowid] != 1:
+            found.append(f"memory {mid}: {vectors[rowid]} vector rows")
+        elif vector_partition[rowid] != partition:
+            found.append(f"memory {mid}: vector in partition {vector_partition[rowid]!r}")
+        if rowid not in docs:
+            found.append(f"memory {mid}: no keyword_docs row")
+        elif docs[rowid][0] != partition:
+            found.append(f"memory {mid}: keyword doc in partition {docs[rowid][0]!r}")
+        if adds[mid] != 1 or first_event.get(mid) != "ADD":
+            found.append(
+                f"memory {mid}: {adds[mid]} ADD history rows, first {first_event.get(mid)}"
+            )
+
+    expect_none("orphan vectors", sorted(set(vectors) - set(by_rowid)))
+    expect_none("orphan keyword_docs", sorted(set(docs) - set(by_rowid)))
+    expect_none(
+        "orphan or misplaced postings",
+        _rows(
+            db,
+            "SELECT p.partition, p.term, p.memory_rowid FROM keyword_postings p "
+            "LEFT JOIN keyword_docs d ON d.memory_rowid = p.memory_rowid "
+            "WHERE d.memory_rowid IS NULL OR d.partition != p.partition",
+        ),
+    )
+    expect_none(
+        "postings with tf < 1",
+        _rows(db, "SELECT partition, term, memory_rowid FROM keyword_postings WHERE tf < 1"),
+    )
+    expect_none(
+        "keyword_docs length != sum(tf)",
+        _rows(
+            db,
+            "SELECT d.memory_rowid, d.length, coalesce(sum(p.tf), 0) FROM keyword_docs d "
+            "LEFT JOIN keyword_postings p ON p.memory_rowid = d.memory_rowid "
+            "GROUP BY d.memory_rowid HAVING d.length != coalesce(sum(p.tf), 0)",
+        ),
+    )
+    df_sql = "SELECT partition, term, count(*) FROM keyword_postings GROUP BY partition, term"
+    df_implied = {(p, t): n for p, t, n in _rows(db, df_sql)}
+    df_stored = {
+        (p, t): df for p, t, df in _rows(db, "SELECT partition, term, df FROM keyword_terms")
+    }
+    expect_none(
+        "keyword_terms df != postings",
+        sorted(
+            (key, df_stored.get(key), df_implied.get(key))
+            for key in set(df_implied) | set(df_stored)
+            if df_stored.get(key) != df_implied.get(key)
+        ),
+    )
+    parts_implied = {
+        p: (n, total)
+        for p, n, total in _rows(
+            db, "SELECT partition, count(*), sum(length) FROM keyword_docs GROUP BY partition"
+        )
+    }
+    parts_stored = {
+        p: (n, total)
+        for p, n, total in _rows(db, "SELECT partition, docs, total_length FROM keyword_partitions")
+    }
+    expect_none(
+        "keyword_partitions != docs",
+        sorted(
+            (p, parts_stored.get(p), parts_implied.get(p))
+            for p in set(parts_stored) | set(parts_implied)
+            if parts_stored.get(p) != parts_implied.get(p)
+        ),
+    )
+    expect_none(
+        "orphan entity_links",
+        _rows(
+            db,
+            "SELECT l.entity_rowid, l.memory_rowid FROM entity_links l "
+            "LEFT JOIN entities e ON e.rowid = l.entity_rowid "
+            "LEFT JOIN memories m ON m.rowid = l.memory_rowid "
+            "WHERE e.rowid IS NULL OR m.rowid IS NULL",
+        ),
+    )
+    expect_none(
+        "entity links across scopes",
+        _rows(
+            db,
+            "SELECT e.scope, m.scope, e.norm FROM entity_links l "
+            "JOIN entities e ON e.rowid = l.entity_rowid "
+            "JOIN memories m ON m.rowid = l.memory_rowid WHERE e.scope != m.scope",
+        ),
+    )
+    expect_none(
+        "entities without links",
+        _rows(
+            db,
+            "SELECT scope, norm FROM entities e WHERE NOT EXISTS "
+            "(SELECT 1 FROM entity_links l WHERE l.entity_rowid = e.rowid)",
+        ),
+    )
+    expect_none(
+        "orphan provenance",
+        _rows(
+            db,
+            "SELECT p.memory_rowid, p.message_seq FROM provenance p "
+            "LEFT JOIN memories m ON m.rowid = p.memory_rowid "
+            "LEFT JOIN messages g ON g.seq = p.message_seq "
+            "WHERE m.rowid IS NULL OR g.seq IS NULL OR g.scope != m.scope",
+        ),
+    )
+    expect_none(
+        "superseded memories without a successor",
+        _rows(db, "SELECT id FROM memories WHERE state = 'superseded' AND superseded_by IS NULL"),
+    )
+    expect_none(
+        "messages with a wrong scope key",
+        [
+            row
+            for row in _rows(db, "SELECT seq, scope, user_id, agent_id, run_id FROM messages")
+            if row[1] != Scope(*row[2:]).key
+        ],
+    )
+    return found
+
+
+def check_path(path: str) -> list[str]:
+    db = open_db(path)
+    try:
+        return violations(db)
+    finally:
+        db.close()
+
+
+# -- logical state ---------------------------------------------------------------------------
+
+
+@dataclass
+class LogicalState:
+    """What the user can observe: memories by id, history events per id, messages as a bag."""
+
+    memories: dict[str, dict[str, Any]] = field(default_factory=dict)
+    history: dict[str, list[str]] = field(default_factory=dict)
+    messages: Counter[tuple[Any, ...]] = field(default_factory=Counter)
+
+    def copy(self) -> LogicalState:
+        return LogicalState(
+            memories={k: dict(v) for k, v in self.memories.items()},
+            history={k: list(v) for k, v in self.history.items()},
+            messages=Counter(self.messages),
+        )
+
+    def differences(self, other: LogicalState, *, limit: int = 8) -> list[str]:
+        out = []
+        for key in sorted(set(self.memories) | set(other.memories)):
+            mine, theirs = self.memories.get(key), other.memories.get(key)
+            if mine != theirs:
+                out.append(f"memory {key}: expected {mine}, file has {theirs}")
+        for key in sorted(set(self.history) | set(other.history)):
+            if self.history.get(key, []) != other.history.get(key, []):
+                out.append(
+                    f"history {key}: expected {self.history.get(key)}, file has "
+                    f"{other.history.get(key)}"
+                )
+        if self.messages != other.messages:
+            out.append(
+                f"messages: expected extra {dict(self.messages - other.messages)}, "
+                f"file extra {dict(other.messages - self.messages)}"
+            )
+        return out[:limit]
+
+
+def memory_view(
+    text: str,
+    state: str,
+    superseded_by: str | None,
+    scope: dict[str, str | None],
+    metadata: dict[str, Any],
+) -> dict[str, Any]:
+    return {
+        "text": text,
+        "state": state,
+        "superseded_by": superseded_by,
+        "user_id": scope.get("user_id"),
+        "agent_id": scope.get("agent_id"),
+        "run_id": scope.get("run_id"),
+        "metadata": metadata,
+    }
+
+
+def message_key(scope: dict[str, str | None], role: str, content: str) -> tuple[Any, ...]:
+    return (scope.get("user_id"), scope.get("agent_id"), scope.get("run_id"), role, content)
+
+
+def logical_state(db: Database) -> LogicalState:
+    state = LogicalState()
+    for mid, text, st, succ, user, agent, run, meta in _rows(
+        db,
+        "SELECT id, text, state, superseded_by, user_id, agent_id, run_id, metadata FROM memories",
+    ):
+        scope = {"user_id": user, "agent_id": agent, "run_id": run}
+        state.memories[mid] = memory_view(text, st, succ, scope, json.loads(meta))
+    for mid, event in _rows(db, "SELECT memory_id, event FROM history ORDER BY rowid"):
+        state.history.setdefault(mid, []).append(event)
+    for user, agent, run, role, content in _rows(
+        db, "SELECT user_id, agent_id, run_id, role, content FROM messages"
+    ):
+        scope = {"user_id": user, "agent_id": agent, "run_id": run}
+        state.messages[message_key(scope, role, content)] += 1
+    return state
+
+
+def table_dump(db: Database) -> dict[str, list[tuple[Any, ...]]]:
+    """Every table's rows (sqlite-vec's shadow tables included), for before/after comparisons."""
+    names = [
+        row[0]
+        for row in db.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+    ]
+    return {
+        name: sorted(map(tuple, db.query(f'SELECT * FROM "{name}"')), key=repr) for name in names
+    }
+
+
+# -- the model of acknowledged operations ------------------------------------------------------
+
+
+class LostWrite(AssertionError):
+    """An acknowledged result disagrees with what the operation asked for."""
+
+
+def _matches(view: dict[str, Any], scope: dict[str, str]) -> bool:
+    return all(view.get(key) == value for key, value in scope.items())
+
+
+def expected_add_texts(op: dict[str, Any]) -> Counter[str]:
+    """The memories an add must create (its texts carry a unique token, so none pre-exist)."""
+    if op["op"] == "add_infer":
+        return Counter(op["facts"])
+    chosen = [
+        m["content"] for m in op["messages"] if m["role"] != "system" and m["content"].strip()
+    ]
+    return Counter(dict.fromkeys(chosen, 1))
+
+
+def apply_operation(state: LogicalState, op: dict[str, Any], result: Any) -> None:
+    """Apply one operation (as planned by writer_process.py, with its result) to the model.
+
+    For adds, `result` gives the new ids: the call's return value, or one rebuilt from the file.
+    Raises LostWrite when the result contradicts the operation."""
+    kind = op["op"]
+    if kind in ("add_raw", "add_infer"):
+        added = [item for item in result["results"] if item["event"] == "ADD"]
+        if Counter(item["memory"] for item in added) != expected_add_texts(op):
+            raise LostWrite(f"op {op['i']}: added {added}, expected {expected_add_texts(op)}")
+        for item in added:
+            state.memories[item["id"]] = memory_view(
+                item["memory"], "active", None, op["scope"], dict(op["metadata"])
+            )
+            state.history[item["id"]] = ["ADD"]
+        for item in result["results"]:
+            if item["event"] != "SUPERSEDE":
+                continue
+            if op["op"] != "add_infer" or not op["supersede"]:
+                raise LostWrite(f"op {op['i']}: unexpected supersession {item}")
+            old = state.memories[item["id"]]
+            if old["state"] != "active" or not _matches(old, op["scope"]):
+                raise LostWrite(f"op {op['i']}: superseded {old} outside the scope or inactive")
+            old["state"], old["superseded_by"] = "superseded", item["superseded_by"]
+            state.history[item["id"]].append("SUPERSEDE")
+        for message in op["messages"]:
+            state.messages[message_key(op["scope"], message["role"], message["content"])] += 1
+    elif kind == "update":
+        view = state.memories[op["id"]]
+        if op["text"] is not None:
+            view["text"] = op["text"]
+        view["metadata"] = {**view["metadata"], **op["metadata"]}
+        state.history[op["id"]].append("UPDATE")
+        if result is not None and (result["memory"], result["metadata"]) != (
+            view["text"],
+            view["metadata"],
+        ):
+            raise LostWrite(f"op {op['i']}: update returned {result}, expected {view}")
+    elif kind == "delete":
+        del state.memories[op["id"]]
+        state.history[op["id"]].append("DELETE")
+    elif kind == "delete_all":
+        gone = [mid for mid, view in state.memories.items() if _matches(view, op["scope"])]
+        for mid in gone:
+            del state.memories[mid]
+            state.history[mid].append("DELETE")
+        keys = ("user_id", "agent_id", "run_id")
+        for key in list(state.messages):
+            if all(op["scope"].get(k) in (None, v) for k, v in zip(keys, key[:3], strict=True)):
+                del state.messages[key]
+        if result is not None and result["deleted"] != len(gone):
+            raise LostWrite(
+                f"op {op['i']}: delete_all deleted {result['deleted']}, not {len(gone)}"
+            )
+    elif kind == "search":
+        for item in result["results"] if result is not None else []:
+            if not _matches(item, op["scope"]):
+                raise LostWrite(f"op {op['i']}: search in {op['scope']} returned {item}")
+    else:
+        raise ValueError(kind)
