@@ -63,3 +63,9 @@ def main(ctx: click.Context, db: Path | None, as_json: bool, debug: bool) -> Non
 from .models import models  # noqa: E402
 
 main.add_command(models)
+from . import admin, memories  # noqa: E402
+from .chat import chat  # noqa: E402
+
+memories.register(main)
+admin.register(main)
+main.add_command(chat)

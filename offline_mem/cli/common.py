@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
+
+from ..config import MemoryConfig, resolve_db_path, resolve_models_dir
+from ..embedder import Embedder, EmbedderIdentity
+from ..entities import EntityExtractor
+from ..extractor import Extractor
+from ..memory import Memory
 
 
 @dataclass(frozen=True)
@@ -33,3 +40,52 @@ def human_size(size: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1000
     return f"{value:.1f} GB"
+
+
+# -- opening the memory file ------------------------------------------------------------------
+
+
+@dataclass
+class CliModels:
+    """The models the CLI gives a `Memory`. `None` means the configured, pinned model; tests
+    install fakes by replacing `common.MODELS` (one place, so no command can bypass it)."""
+
+    embedder: Callable[[], Embedder] | None = None
+    extractor: Callable[[str], Extractor] | None = None  # called with the extractor's name
+    entities: Callable[[], EntityExtractor] | None = None
+    chat: Callable[[str], Any] | None = None  # a chat model by name (see cli/chat.py)
+
+
+MODELS = CliModels()
+
+
+def db_path(state: CliState) -> str:
+    """The memory file the global options name: --db, else $OFFLINE_MEM_DB, else the default."""
+    return str(state.db) if state.db is not None else resolve_db_path(MemoryConfig())
+
+
+def open_memory(state: CliState, *, extractor: str | None = None) -> Memory:
+    """A `Memory` over the file of `--db` (created when missing), with the CLI's models."""
+    config: dict[str, Any] = {"path": db_path(state)}
+    if extractor is not None:
+        config["extractor"] = extractor
+    models = MODELS
+    return Memory(
+        config,
+        embedder=models.embedder() if models.embedder else None,
+        extractor=models.extractor(extractor or MemoryConfig().extractor)
+        if models.extractor
+        else None,
+        entities=models.entities() if models.entities else None,
+    )
+
+
+def configured_embedder() -> EmbedderIdentity:
+    """The identity of the embedder a `Memory` would use, without loading its weights."""
+    if MODELS.embedder is not None:
+        return MODELS.embedder().identity
+    from ..model_files import model_identity
+
+    name = MemoryConfig().embedder
+    ident = model_identity(name, resolve_models_dir(None))
+    return EmbedderIdentity(name=name, sha256=ident.sha256, dimension=int(ident.dimension or 0))

@@ -1,0 +1,244 @@
+"""`offline-mem stats | export | import | verify | backup`: the memory file as a whole."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import ModelError, OfflineMemError
+from ..export import backup_file, export_file, import_data, open_existing, read_export
+from ..integrity import verify_file
+from ..timeutil import unexpired_clause, utc_now
+from .common import (
+    CliState,
+    configured_embedder,
+    db_path,
+    echo_json,
+    human_size,
+    open_memory,
+    pass_state,
+)
+
+EXIT_PROBLEMS = 1
+
+
+def _progress(length: int, label: str) -> Any:
+    """A progress bar on stderr (stdout may be the export itself, or JSON)."""
+    return click.progressbar(length=length, label=label, file=click.get_text_stream("stderr"))
+
+
+def _file_size(path: str) -> int:
+    return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.isfile(p))
+
+
+def _model_names() -> dict[str, str]:
+    """sha256 -> model name, from the manifest (empty when there is none)."""
+    try:
+        from ..manifest import load_manifest
+
+        return {spec.primary_file.sha256: spec.name for spec in load_manifest(None)}
+    except (OfflineMemError, OSError):
+        return {}
+
+
+def collect_stats(path: str) -> dict[str, Any]:
+    db = open_existing(path)
+    try:
+        unexpired, unexpired_params = unexpired_clause("expiration_date", utc_now())
+        with db.snapshot():
+            meta = dict(db.query("SELECT key, value FROM meta"))
+            scopes = [
+                {"user_id": u, "agent_id": a, "run_id": r, "state": s, "memories": n, "expired": e}
+                for u, a, r, s, n, e in db.query(
+                    "SELECT user_id, agent_id, run_id, state, count(*), "
+                    f"sum(NOT {unexpired}) FROM memories "
+                    "GROUP BY user_id, agent_id, run_id, state ORDER BY 1, 2, 3, 4",
+                    unexpired_params,
+                )
+            ]
+            extractors = db.query(
+                "SELECT extractor_sha256, prompt_version, count(*) FROM memories "
+                "GROUP BY 1, 2 ORDER BY 3 DESC"
+            )
+            counts = {
+                t: db.query_one(f"SELECT count(*) FROM {t}")[0]
+                for t in ("memories", "messages", "history", "entities")
+            }
+    finally:
+        db.close()
+    names = _model_names()
+    return {
+        "path": path,
+        "file_size": _file_size(path),
+        "schema_version": meta.get("schema_version"),
+        "embedder": {
+            "name": meta.get("embedder_name"),
+            "sha256": meta.get("embedder_sha256"),
+            "dimension": meta.get("embedder_dimension"),
+        },
+        "extractors": [
+            {
+                "name": None if sha is None else names.get(sha, "unknown"),
+                "sha256": sha,
+                "prompt_version": prompt,
+                "memories": n,
+            }
+            for sha, prompt, n in extractors
+        ],
+        "counts": counts,
+        "scopes": scopes,
+    }
+
+
+@click.command("stats")
+@pass_state
+def stats(state: CliState) -> None:
+    """Memories per scope and state, file size, and the models in use."""
+    result = collect_stats(db_path(state))
+    if state.json:
+        echo_json(result)
+        return
+    e = result["embedder"]
+    click.echo(
+        f"file: {result['path']} ({human_size(result['file_size'])}, "
+        f"schema {result['schema_version']})"
+    )
+    click.echo(f"embedder: {e['name']} ({e['dimension']} dims, sha256 {e['sha256']})")
+    for x in result["extractors"]:
+        who = (
+            "no extractor (stored as given)"
+            if x["sha256"] is None
+            else (
+                f"extractor {x['name']} (sha256 {x['sha256'][:12]}, prompt {x['prompt_version']})"
+            )
+        )
+        click.echo(f"{who}: {x['memories']} memories")
+    c = result["counts"]
+    click.echo(
+        f"memories: {c['memories']}  messages: {c['messages']}  history: {c['history']}  "
+        f"entities: {c['entities']}"
+    )
+    for row in result["scopes"]:
+        scope = " ".join(
+            f"{k.split('_')[0]}={row[k]}"
+            for k in ("user_id", "agent_id", "run_id")
+            if row[k] is not None
+        )
+        expired = f" ({row['expired']} expired)" if row["expired"] else ""
+        click.echo(f"  {scope:<40} {row['state']:<11} {row['memories']}{expired}")
+
+
+@click.command("export")
+@click.argument("dest", type=click.Path(dir_okay=False, path_type=Path), default="-")
+@click.option(
+    "--vectors", is_flag=True, help="Include each memory's vector (skips re-embedding on import)."
+)
+@pass_state
+def export(state: CliState, dest: Path, vectors: bool) -> None:
+    """Write every memory, message, entity and history row as JSONL to DEST (default stdout)."""
+    db = open_existing(db_path(state))
+    try:
+        total = db.query_one(
+            "SELECT (SELECT count(*) FROM messages) + (SELECT count(*) FROM entities) + "
+            "(SELECT count(*) FROM memories) + (SELECT count(*) FROM history)"
+        )[0]
+        if str(dest) == "-":
+            written = export_file(db, click.get_text_stream("stdout"), vectors=vectors)
+        else:
+            tmp = dest.with_name(dest.name + ".partial")
+            with _progress(total, "exporting") as bar, tmp.open("w", encoding="utf-8") as out:
+                written = export_file(db, out, vectors=vectors, progress=bar.update)
+            tmp.replace(dest)
+    finally:
+        db.close()
+    if str(dest) != "-":
+        summary = ", ".join(f"{n} {kind}" for kind, n in written.items())
+        if state.json:
+            echo_json({"exported": written, "path": str(dest)})
+        else:
+            click.echo(f"exported {summary} to {dest}")
+
+
+@click.command("import")
+@click.argument("source", type=click.File("r", encoding="utf-8"))
+@pass_state
+def import_(state: CliState, source: Any) -> None:
+    """Load an export (SOURCE, or - for stdin) into the memory file, in one transaction.
+    Re-embeds the texts when the export has no vectors or another embedder made them; refuses a
+    file it cannot trust, or ids the memory file already holds."""
+    data = read_export(line.rstrip("\n") for line in source)
+    with open_memory(state) as memory, _progress(data.count("memory"), "embedding") as bar:
+        report = import_data(memory, data, progress=bar.update)
+    if state.json:
+        echo_json(report.to_dict())
+        return
+    counts = ", ".join(f"{n} {kind}" for kind, n in report.counts.items())
+    how = f"re-embedded with {report.embedder}" if report.reembedded else "vectors from the file"
+    click.echo(f"imported {counts} ({how})")
+
+
+@click.command("verify")
+@pass_state
+def verify(state: CliState) -> None:
+    """Check the file: SQLite integrity, a vector and keyword row for every memory, no orphans,
+    consistent keyword statistics, the pinned embedder. Exit 1 when anything is wrong."""
+    path = db_path(state)
+    try:
+        embedder, unavailable = configured_embedder(), None
+    except ModelError as exc:
+        embedder, unavailable = None, str(exc)
+    db = open_existing(path)
+    try:
+        from ..integrity import CHECKS
+
+        with _progress(len(CHECKS), "verifying") as bar:
+            report = verify_file(
+                db,
+                embedder=embedder,
+                embedder_unavailable=unavailable,
+                progress=lambda _name: bar.update(1),
+            )
+    finally:
+        db.close()
+    if state.json:
+        echo_json(report.to_dict())
+    else:
+        for name in report.checks:
+            found = report.problems_of(name)
+            click.echo(f"{'ok' if not found else 'FAILED':<7} {name}")
+            for problem in found:
+                click.echo(f"        {problem.detail}")
+        for name, why in report.skipped.items():
+            click.echo(f"skipped {name}: {why}")
+    if not report.ok:
+        click.echo(f"error: {path}: {len(report.problems)} problem(s) found", err=True)
+        sys.exit(EXIT_PROBLEMS)
+
+
+@click.command("backup")
+@click.argument("dest", type=click.Path(dir_okay=False, path_type=Path))
+@pass_state
+def backup(state: CliState, dest: Path) -> None:
+    """A consistent copy of the memory file at DEST (SQLite's VACUUM INTO), safe while other
+    processes are writing."""
+    db = open_existing(db_path(state))
+    try:
+        backup_file(db, str(dest))
+    finally:
+        db.close()
+    if state.json:
+        echo_json({"backup": str(dest), "size": dest.stat().st_size})
+    else:
+        click.echo(f"backed up to {dest} ({human_size(dest.stat().st_size)})")
+
+
+COMMANDS = [stats, export, import_, verify, backup]
+
+
+def register(group: click.Group) -> None:
+    for command in COMMANDS:
+        group.add_command(command)
