@@ -108,9 +108,9 @@ def test_get_all_pagination_newest_first(memory: Memory) -> None:
 
 
 def test_update_reembeds_merges_metadata_and_records_history(memory: Memory) -> None:
-    mid = memory.add("I live in Lisbon", user_id="u1", metadata={"a": 1}, infer=False)[
-        "results"
-    ][0]["id"]
+    mid = memory.add("I live in Lisbon", user_id="u1", metadata={"a": 1}, infer=False)["results"][
+        0
+    ]["id"]
     calls_before = len(memory.embedder.calls)  # type: ignore[attr-defined]
     updated = memory.update(mid, "I live in Porto", metadata={"b": 2})
     assert len(memory.embedder.calls) == calls_before + 1  # type: ignore[attr-defined]
@@ -119,7 +119,10 @@ def test_update_reembeds_merges_metadata_and_records_history(memory: Memory) -> 
     assert updated["event"] == "UPDATE"
     assert memory.search("Porto", filters=U1, top_k=1)["results"][0]["id"] == mid
     events = [(h["event"], h["old_memory"], h["new_memory"]) for h in memory.history(mid)]
-    assert events == [("ADD", None, "I live in Lisbon"), ("UPDATE", "I live in Lisbon", "I live in Porto")]
+    assert events == [
+        ("ADD", None, "I live in Lisbon"),
+        ("UPDATE", "I live in Lisbon", "I live in Porto"),
+    ]
 
 
 def test_delete_keeps_history_and_removes_everything_else(memory: Memory) -> None:
@@ -146,7 +149,7 @@ def test_delete_all_clears_scope_memories_and_messages_only(memory: Memory) -> N
     assert [m.content for m in memory.store.recent_messages(memory_scope("u2"))] == ["u2 fact"]
 
 
-def memory_scope(user: str):  # noqa: ANN201
+def memory_scope(user: str):
     from offline_mem.validation import make_scope
 
     return make_scope(user)
@@ -213,7 +216,10 @@ def test_messages_have_strictly_increasing_timestamps(memory: Memory) -> None:
         (lambda m: m.add([], user_id="u1", infer=False), ValidationError),
         (lambda m: m.add("a\x00b", user_id="u1", infer=False), ValidationError),
         (lambda m: m.add("x", user_id="u1", infer=False, metadata=[1]), ValidationError),
-        (lambda m: m.add("x", user_id="u1", infer=False, metadata={"f": float("nan")}), ValidationError),
+        (
+            lambda m: m.add("x", user_id="u1", infer=False, metadata={"f": float("nan")}),
+            ValidationError,
+        ),
         (lambda m: m.add("x", user_id="u1", infer=False, expiration_date="soon"), ValidationError),
         (lambda m: m.add("x", user_id="u1", infer=False, timestamp="yesterday"), ValidationError),
         (lambda m: m.add("x", user_id="u1", infer=False, memory_type="episodic"), ValidationError),
@@ -231,7 +237,7 @@ def test_messages_have_strictly_increasing_timestamps(memory: Memory) -> None:
         (lambda m: m.delete_all(), ScopeRequiredError),
     ],
 )
-def test_bad_input_raises_typed_error_and_changes_nothing(memory: Memory, call, error) -> None:  # noqa: ANN001
+def test_bad_input_raises_typed_error_and_changes_nothing(memory: Memory, call, error) -> None:
     memory.add("existing fact", user_id="u1", infer=False)
     before = memory.store.counts()
     with pytest.raises(error) as info:
@@ -252,7 +258,7 @@ def test_metadata_reserved_keys_are_dropped(memory: Memory) -> None:
     assert item is not None and item["metadata"] == {"k": "v"} and item["user_id"] == "u1"
 
 
-def test_config_resolution_and_unknown_keys(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+def test_config_resolution_and_unknown_keys(tmp_path, monkeypatch) -> None:
     with pytest.raises(ConfigError):
         Memory.from_config({"path": str(tmp_path / "a.db"), "vector_store": {}})
     monkeypatch.setenv("OFFLINE_MEM_DB", str(tmp_path / "env.db"))

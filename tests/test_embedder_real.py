@@ -51,7 +51,7 @@ def test_vectors_are_unit_length_deterministic_and_semantic(
     assert similar > 0.6 > unrelated
 
 
-def test_memory_with_real_embedder_end_to_end(tmp_path) -> None:  # noqa: ANN001
+def test_memory_with_real_embedder_end_to_end(tmp_path) -> None:
     path = str(tmp_path / "real.db")
     with Memory({"path": path}) as memory:
         assert memory.embedder.identity.sha256 == EXPECTED_SHA

@@ -1,5 +1,5 @@
 """Every public write is one transaction: fail it after each of its statements in turn and the
-file must be row-for-row as before — every table, including sqlite-vec's and FTS5's shadow tables."""
+file must be row-for-row as before — every table, including sqlite-vec's shadow tables."""
 
 from __future__ import annotations
 
@@ -22,7 +22,9 @@ def dump(memory: Memory) -> dict[str, list[tuple[Any, ...]]]:
         row[0]
         for row in db.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
     ]
-    return {name: sorted(map(tuple, db.query(f'SELECT * FROM "{name}"')), key=repr) for name in names}
+    return {
+        name: sorted(map(tuple, db.query(f'SELECT * FROM "{name}"')), key=repr) for name in names
+    }
 
 
 def count_statements(memory: Memory, action: Callable[[Memory], Any]) -> int:
@@ -37,7 +39,10 @@ def count_statements(memory: Memory, action: Callable[[Memory], Any]) -> int:
 
 def seed(memory: Memory) -> dict[str, str]:
     first = memory.add(
-        [{"role": "user", "content": "I live in Lisbon"}, {"role": "user", "content": "I own a cat"}],
+        [
+            {"role": "user", "content": "I live in Lisbon"},
+            {"role": "user", "content": "I own a cat"},
+        ],
         user_id="u1",
         metadata={"k": "v"},
         infer=False,
@@ -49,7 +54,10 @@ def seed(memory: Memory) -> dict[str, str]:
 
 WRITES: dict[str, Callable[[Memory, dict[str, str]], Any]] = {
     "add": lambda m, ids: m.add(
-        [{"role": "user", "content": "My locker is 4417"}, {"role": "assistant", "content": "Noted"}],
+        [
+            {"role": "user", "content": "My locker is 4417"},
+            {"role": "assistant", "content": "Noted"},
+        ],
         user_id="u1",
         infer=False,
     ),
@@ -62,7 +70,7 @@ WRITES: dict[str, Callable[[Memory, dict[str, str]], Any]] = {
 
 
 @pytest.mark.parametrize("write", sorted(WRITES))
-def test_failure_after_any_statement_changes_nothing(tmp_path, write: str) -> None:  # noqa: ANN001
+def test_failure_after_any_statement_changes_nothing(tmp_path, write: str) -> None:
     action = WRITES[write]
     # Count the statements of a successful run on an identical file.
     with Memory({"path": str(tmp_path / "probe.db")}, embedder=FakeEmbedder()) as probe:
@@ -76,7 +84,9 @@ def test_failure_after_any_statement_changes_nothing(tmp_path, write: str) -> No
         for fail_at in range(1, total + 1):
             calls = {"n": 0}
 
-            def tracer(sql: str, params: Any, fail_at: int = fail_at) -> None:
+            def tracer(
+                sql: str, params: Any, fail_at: int = fail_at, calls: dict[str, int] = calls
+            ) -> None:
                 calls["n"] += 1
                 if calls["n"] == fail_at:
                     raise InjectedFault(f"statement {fail_at}: {sql[:60]}")
@@ -85,7 +95,9 @@ def test_failure_after_any_statement_changes_nothing(tmp_path, write: str) -> No
             with pytest.raises(InjectedFault):
                 action(memory, ids)
             memory.store.tracer = None
-            assert dump(memory) == before, f"{write}: state changed after failing statement {fail_at}"
+            assert dump(memory) == before, (
+                f"{write}: state changed after failing statement {fail_at}"
+            )
             assert not memory.store.db.conn.in_transaction
         action(memory, ids)  # and without a fault the write does change the file
         assert dump(memory) != before
