@@ -87,9 +87,10 @@ class WordAnalyzer(TextAnalyzer):
         return out
 
 
-def make_memory(path: str, *, busy_timeout_ms: int = 60_000) -> Memory:
+def make_memory(path: str) -> Memory:
+    """A Memory with the default configuration (30 s busy timeout) and fake models."""
     return Memory(
-        {"path": path, "busy_timeout_ms": busy_timeout_ms},
+        {"path": path},
         embedder=FakeEmbedder(),
         extractor=FakeExtractor(),
         entities=FakeEntities(),
