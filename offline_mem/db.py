@@ -28,9 +28,9 @@ def sqlite_driver() -> ModuleType:
     """The DB-API module to use: stdlib sqlite3 when it can load extensions, else sqlean."""
     if _stdlib_can_load_extensions():
         return sqlite3
-    import sqlean  # type: ignore[import-untyped]
+    import sqlean
 
-    return sqlean  # type: ignore[no-any-return]
+    return sqlean
 
 
 def _is_corruption(exc: BaseException) -> bool:

@@ -17,7 +17,7 @@ from . import inference
 from .config import MemoryConfig, resolve_db_path, resolve_models_dir
 from .embedder import Embedder
 from .entities import EntityExtractor, NoEntities, SpacyEntities
-from .errors import MemoryNotFoundError, ValidationError
+from .errors import MemoryNotFoundError, ModelError, ValidationError
 from .extractor import Extractor, LlamaExtractor
 from .filters import compile_filters
 from .nlp import TextAnalyzer
@@ -106,6 +106,8 @@ class Memory:
         name = self.config.embedder
         folder = verified_model_dir(name, self.models_dir)
         ident = model_identity(name, self.models_dir)
+        if ident.dimension is None:
+            raise ModelError(f"the manifest gives no dimension for embedder {name!r}")
         identity = EmbedderIdentity(name=name, sha256=ident.sha256, dimension=ident.dimension)
         return SentenceTransformerEmbedder(folder, identity)
 
@@ -221,7 +223,7 @@ class Memory:
         chosen = [i for i, m in enumerate(parsed) if m.role != "system" and m.content.strip()]
         texts = [parsed[i].content for i in chosen]
         hashes = [content_hash(t) for t in texts]
-        vectors = self.embedder.embed_batch(texts) if texts else []
+        vectors = self.embedder.embed_batch(texts)
         with self._lock:
             existing = self.store.hashes_in_scope(scope, hashes)
             results, memories, seen = [], [], set(existing)
@@ -363,7 +365,7 @@ class Memory:
     ) -> dict[str, Any]:
         _reject_unknown("get_all", unknown)
         where = compile_filters(filters)
-        records = self.store.list(
+        records = self.store.list_memories(
             where, limit=check_top_k(top_k), offset=check_offset(offset),
             include_expired=bool(show_expired), include_superseded=bool(include_superseded),
         )  # fmt: skip

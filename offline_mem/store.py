@@ -230,14 +230,15 @@ class Store:
         terms: Sequence[str] | None = None,
         entities: Sequence[EntityMention] | None = None,
         metadata: dict[str, Any] | None,
-        expiration_date: str | type[Ellipsis] | None,
+        expiration_date: Any,  # a date string, None to clear, or Ellipsis to keep
         now: datetime | None = None,
     ) -> MemoryRecord:
         """Apply the changes and return the memory as committed (read inside the transaction)."""
         stamp = iso(now or utc_now())
         with self.db.atomic():
             current = self._require_same(record)
-            sets, params = ["updated_at = ?"], [stamp]
+            sets: list[str] = ["updated_at = ?"]
+            params: list[Any] = [stamp]
             if text is not None:
                 sets += ["text = ?", "hash = ?"]
                 params += [text, text_hash]
@@ -342,7 +343,7 @@ class Store:
             params += clause_params
         return (" AND ".join(parts) or "1"), params
 
-    def list(
+    def list_memories(
         self,
         where: CompiledFilter,
         *,
