@@ -18,7 +18,8 @@ import click
 
 from ..errors import ExtractionError, ModelError
 from ..extractor import DEFAULT_SEED, LlamaExtractor
-from .common import MODELS, CliState, open_memory, pass_state
+from . import common
+from .common import CliState, open_memory, pass_state
 
 SYSTEM_PROMPT = (
     "You are a helpful assistant with a long-term memory of the user. Answer the user's last "
@@ -74,8 +75,8 @@ class LlamaChatModel(ChatModel):
 def chat_model(name: str | None, memory: Any) -> ChatModel:
     """The chat model NAME (default: the memory's configured extractor)."""
     name = name or memory.config.extractor
-    if MODELS.chat is not None:
-        model: ChatModel = MODELS.chat(name)
+    if common.MODELS.chat is not None:
+        model: ChatModel = common.MODELS.chat(name)
         return model
     own = memory.extractor
     if isinstance(own, LlamaExtractor) and own.name == name:
