@@ -1,0 +1,175 @@
+"""Extraction benchmark on the pinned models: fact recall/precision, contradictions superseded,
+and the 40-turn KV-cache benchmark.
+
+    .venv/bin/python benchmarks/extraction/run.py [--only quality|kv] [--json OUT]
+
+Uses the default extractor (Qwen2.5-Coder-1.5B q4_k_m), all-MiniLM-L6-v2 and en_core_web_sm from
+the models folder ($OFFLINE_MEM_MODELS or the checkout's models/). One Llama object serves every
+conversation (each in a fresh memory file), as it would in one application process. The matching
+rule is in conversations.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from offline_mem.extractor import ExtractionOutput, Extractor, LlamaExtractor, Prompt  # noqa: E402
+from offline_mem.memory import Memory  # noqa: E402
+
+DATA = Path(__file__).with_name("conversations.json")
+
+KV_TURNS = [
+    ("Hi! I'm Priya, I just started a new job as a data scientist at Shopify.", "Welcome, Priya!"),
+    ("I live in Ottawa with my partner Dev.", "Ottawa is lovely."),
+    ("Dev is a high school teacher, he teaches chemistry.", "Great job."),
+    ("We have a golden retriever named Biscuit.", "Biscuit sounds adorable."),
+    ("I'm allergic to shellfish.", "Noted."),
+    ("My favourite cuisine is Ethiopian.", "Good taste!"),
+    ("I'm training for a half marathon in May.", "Good luck!"),
+    ("I usually run in the mornings before work.", "Morning runs are great."),
+    ("My sister Anika is getting married in August in Mumbai.", "Congratulations to Anika!"),
+    ("I need to book flights to Mumbai for the wedding.", "I can help with that."),
+    ("I prefer window seats on planes.", "Noted."),
+    ("I'm learning to play the cello.", "A beautiful instrument."),
+    ("My cello teacher is called Mr. Laurent.", "OK."),
+    ("I use a MacBook Pro for work.", "Nice machine."),
+    ("At work I mostly write Python and SQL.", "Useful skills."),
+    ("I'm reading Project Hail Mary right now.", "Great book."),
+    ("Dev and I are thinking about buying a house next year.", "Exciting!"),
+    ("Biscuit has a vet appointment next Tuesday.", "I'll remind you."),
+    ("I don't drink alcohol.", "Noted."),
+    ("My birthday is on October 3rd.", "I'll remember."),
+]
+
+
+class Recording(Extractor):
+    """Delegates to the real extractor and keeps each call's figures."""
+
+    def __init__(self, inner: Extractor) -> None:
+        self.inner = inner
+        self.identity = inner.identity
+        self.outputs: list[ExtractionOutput] = []
+
+    def extract(self, prompt: Prompt) -> ExtractionOutput:
+        out = self.inner.extract(prompt)
+        self.outputs.append(out)
+        return out
+
+
+def matches(text: str, keywords: list[str]) -> bool:
+    low = text.lower()
+    return all(any(alt in low for alt in kw.split("|")) for kw in keywords)
+
+
+def open_memory(folder: Path, name: str, extractor: Extractor, embedder: Any = None) -> Memory:
+    return Memory({"path": str(folder / f"{name}.db")}, extractor=extractor, embedder=embedder)
+
+
+def messages(pairs: list[list[str]]) -> list[dict[str, str]]:
+    return [{"role": r, "content": c} for r, c in pairs]
+
+
+def quality(extractor: Extractor, folder: Path) -> dict[str, Any]:
+    data = json.loads(DATA.read_text())
+    expected = matched = memories = correct = 0
+    embedder = None
+    details = []
+    for conv in data["conversations"]:
+        m = open_memory(folder, conv["id"], extractor, embedder)
+        embedder = m.embedder  # share the loaded embedder
+        texts = [r["memory"] for r in m.add(messages(conv["messages"]), user_id="u")["results"]]
+        expected += len(conv["facts"])
+        matched += sum(any(matches(t, f) for t in texts) for f in conv["facts"])
+        memories += len(texts)
+        correct += sum(any(matches(t, f) for f in conv["facts"]) for t in texts)
+        details.append({"id": conv["id"], "memories": texts})
+        m.store.close()
+    superseded, counted, past = 0, 0, {}
+    for case in data["contradictions"]:
+        m = open_memory(folder, case["id"], extractor, embedder)
+        m.add(messages(case["first"]), user_id="u")
+        m.add(messages(case["second"]), user_id="u")
+        rows = m.get_all(filters={"user_id": "u"}, include_superseded=True)["results"]
+        old_gone = any(matches(r["memory"], case["old"]) and r["state"] == "superseded"
+                       for r in rows)  # fmt: skip
+        old_left = any(matches(r["memory"], case["old"]) and r["state"] == "active"
+                       and not matches(r["memory"], case["new"]) for r in rows)  # fmt: skip
+        new_there = any(matches(r["memory"], case["new"]) and r["state"] == "active" for r in rows)
+        ok = old_gone and new_there and not old_left
+        details.append({"id": case["id"], "ok": ok,
+                        "memories": [(r["memory"], r["state"]) for r in rows]})  # fmt: skip
+        if "note" in case:
+            past[case["id"]] = ok
+        else:
+            counted += 1
+            superseded += ok
+        m.store.close()
+    return {
+        "facts_expected": expected, "facts_recalled": matched,
+        "recall": round(matched / max(expected, 1), 3),
+        "memories": memories, "memories_matching": correct,
+        "precision": round(correct / max(memories, 1), 3),
+        "contradictions": counted, "contradictions_superseded": superseded,
+        "past_tense_superseded": past, "details": details,
+    }  # fmt: skip
+
+
+def kv_benchmark(extractor: Extractor, folder: Path) -> dict[str, Any]:
+    recording = Recording(extractor)
+    m = open_memory(folder, "kv", recording)
+    m.add("warm-up: I like tea.", user_id="warmup")  # loads the models; not measured
+    recording.outputs.clear()
+    latencies, model_seconds = [], 0.0
+    for user, assistant in KV_TURNS:
+        start = time.perf_counter()
+        m.add(messages([["user", user], ["assistant", assistant]]), user_id="priya")
+        latencies.append(time.perf_counter() - start)
+        model_seconds += recording.outputs[-1].seconds
+    prompt = sum(o.prompt_tokens for o in recording.outputs)
+    cached = sum(o.cached_tokens for o in recording.outputs)
+    total = sum(latencies)
+    quantiles = statistics.quantiles(latencies, n=20)
+    return {
+        "adds": len(latencies), "p50_s": round(statistics.median(latencies), 2),
+        "p95_s": round(quantiles[18], 2), "total_s": round(total, 1),
+        "prompt_tokens": prompt, "cached_tokens": cached,
+        "cached_fraction": round(cached / max(prompt, 1), 3),
+        "completion_tokens": sum(o.completion_tokens for o in recording.outputs),
+        "outside_model_share": round((total - model_seconds) / total, 4),
+        "memories": len(m.get_all(filters={"user_id": "priya"}, top_k=200)["results"]),
+    }  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", choices=["quality", "kv"])
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    from offline_mem.config import DEFAULT_EXTRACTOR, resolve_models_dir
+
+    extractor = LlamaExtractor(DEFAULT_EXTRACTOR, resolve_models_dir())
+    report: dict[str, Any] = {"extractor": DEFAULT_EXTRACTOR}
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.only in (None, "quality"):
+            report["quality"] = quality(extractor, Path(tmp))
+        if args.only in (None, "kv"):
+            report["kv"] = kv_benchmark(extractor, Path(tmp))
+    summary = {k: {kk: vv for kk, vv in v.items() if kk != "details"} if isinstance(v, dict)
+               else v for k, v in report.items()}  # fmt: skip
+    print(json.dumps(summary, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
