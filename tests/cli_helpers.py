@@ -27,8 +27,8 @@ class Cli:
 
     def models(self, chat: Callable[[str], Any] | None = None) -> common.CliModels:
         def extractor(name: str) -> FakeExtractor:
-            fake = FakeExtractor(*self.script)
-            self.script.clear()
+            fake = FakeExtractor()
+            fake.script = self.script  # shared: items appended later answer later calls
             self.extractors.append(fake)
             return fake
 

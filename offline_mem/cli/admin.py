@@ -28,7 +28,7 @@ EXIT_PROBLEMS = 1
 
 def _progress(length: int, label: str) -> Any:
     """A progress bar on stderr (stdout may be the export itself, or JSON)."""
-    return click.progressbar(length=length, label=label, file=click.get_text_stream("stderr"))
+    return click.progressbar(length=length, label=label, file=sys.stderr)
 
 
 def _file_size(path: str) -> int:
@@ -147,7 +147,7 @@ def export(state: CliState, dest: Path, vectors: bool) -> None:
             "(SELECT count(*) FROM memories) + (SELECT count(*) FROM history)"
         )[0]
         if str(dest) == "-":
-            written = export_file(db, click.get_text_stream("stdout"), vectors=vectors)
+            written = export_file(db, sys.stdout, vectors=vectors)
         else:
             tmp = dest.with_name(dest.name + ".partial")
             with _progress(total, "exporting") as bar, tmp.open("w", encoding="utf-8") as out:

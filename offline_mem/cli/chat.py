@@ -124,7 +124,7 @@ def chat(
 ) -> None:
     """Chat with a local model that uses your memories. Reads one message per line from stdin
     (type /exit to stop); prints each answer, then remembers the exchange."""
-    stdin = click.get_text_stream("stdin")
+    stdin = sys.stdin
     interactive = stdin.isatty()
     with open_memory(state, extractor=extractor) as memory:
         llm = chat_model(model, memory)
