@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ValidationError
-from .validation import SCOPE_KEYS, Scope, make_scope
+from .validation import SCOPE_KEYS, Scope, check_encodable, make_scope
 
 COLUMN_KEYS = (
     "id", "user_id", "agent_id", "run_id", "actor_id", "role", "memory_type", "hash",
@@ -101,6 +101,8 @@ def _check_scalar(value: Any, key: str, op: str) -> Scalar:
         )
     if isinstance(value, str) and "\x00" in value:
         raise ValidationError(f"filter {key!r} value contains a NUL character")
+    if isinstance(value, str):
+        check_encodable(value, f"filter {key!r} value")
     if isinstance(value, float) and value != value:
         raise ValidationError(f"filter {key!r} value must not be NaN")
     return value

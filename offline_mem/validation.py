@@ -44,6 +44,17 @@ class Scope:
         return self.user_id is None and self.agent_id is None and self.run_id is None
 
 
+def check_encodable(value: str, name: str) -> str:
+    """Refuse text that has no UTF-8 form (lone surrogates): SQLite and hashing need UTF-8."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(
+            f"{name} is not valid Unicode (lone surrogate at position {exc.start})"
+        ) from None
+    return value
+
+
 def check_id(value: object, name: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
@@ -52,6 +63,7 @@ def check_id(value: object, name: str) -> str:
         raise ValidationError(f"{name} must not be empty")
     if any(ch.isspace() for ch in text) or any(ord(ch) < 32 for ch in text):
         raise ValidationError(f"{name} must not contain whitespace or control characters: {text!r}")
+    check_encodable(text, name)
     if len(text) > MAX_ID_CHARS:
         raise ValidationError(f"{name} is longer than {MAX_ID_CHARS} characters")
     return text
@@ -76,7 +88,7 @@ def make_scope(
 def check_memory_id(value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(f"memory_id must be a non-empty string, got {value!r}")
-    return value.strip()
+    return check_encodable(value.strip(), "memory_id")
 
 
 def check_text(value: object, name: str, *, allow_empty: bool = False) -> str:
@@ -84,6 +96,7 @@ def check_text(value: object, name: str, *, allow_empty: bool = False) -> str:
         raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
     if "\x00" in value:
         raise ValidationError(f"{name} contains a NUL character")
+    check_encodable(value, name)
     if len(value) > MAX_TEXT_CHARS:
         raise ValidationError(f"{name} is longer than {MAX_TEXT_CHARS} characters")
     if not allow_empty and not value.strip():
@@ -156,6 +169,7 @@ def check_metadata(metadata: object) -> dict[str, Any]:
         ) from None
     if "\\u0000" in text:
         raise ValidationError("metadata values must not contain NUL characters")
+    check_encodable(text, "metadata")
     if len(text) > MAX_TEXT_CHARS:
         raise ValidationError(f"metadata is larger than {MAX_TEXT_CHARS} characters of JSON")
     return clean
