@@ -37,7 +37,10 @@ def parse_datetime(value: object, *, what: str) -> datetime:
         raise ValidationError(f"{what} must be a date, datetime or ISO-8601 string, got {value!r}")
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc)
+    try:
+        return moment.astimezone(timezone.utc)
+    except OverflowError:  # e.g. 0001-01-01T00:00+01:00 is before year 1 in UTC
+        raise ValidationError(f"{what} is outside the years 1-9999 in UTC: {value!r}") from None
 
 
 def parse_expiration(value: object) -> str:
