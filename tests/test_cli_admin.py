@@ -30,16 +30,35 @@ def populate(cli: Cli) -> dict[str, str]:
         {"facts": [fact("User moved from Lisbon to Porto.", supersedes=[0])]},
         ExtractionError("not this time"),
     ]
-    messages = [{"role": "user", "content": "I live in Lisbon and work with Marta Silva"},
-                {"role": "assistant", "content": "Nice!", "name": "bot"}]  # fmt: skip
-    first = cli.json("add", "--user", "u1", "--metadata", '{"src": "chat", "n": 1.5}',
-                     "--messages", "-", input=json.dumps(messages))["results"]  # fmt: skip
+    messages = [
+        {"role": "user", "content": "I live in Lisbon and work with Marta Silva"},
+        {"role": "assistant", "content": "Nice!", "name": "bot"},
+    ]
+    first = cli.json(
+        "add",
+        "--user",
+        "u1",
+        "--metadata",
+        '{"src": "chat", "n": 1.5}',
+        "--messages",
+        "-",
+        input=json.dumps(messages),
+    )["results"]
     moved = cli.json("add", "--user", "u1", "I moved to Porto")["results"][0]["id"]
     assert cli.run("add", "--user", "u1", "lost message").exit_code == 1
     cli.script.append({"facts": []})
     cli.ok("add", "--user", "u1", "--agent", "a1", "Hello there")
-    raw = cli.json("add", "--agent", "a1", "--run", "r1", "--no-infer", "--expires", "2001-01-01",
-                   "An expired note about Porto")["results"][0]["id"]  # fmt: skip
+    raw = cli.json(
+        "add",
+        "--agent",
+        "a1",
+        "--run",
+        "r1",
+        "--no-infer",
+        "--expires",
+        "2001-01-01",
+        "An expired note about Porto",
+    )["results"][0]["id"]
     gone = cli.json("add", "--user", "u2", "--no-infer", "Delete me, Ana")["results"][0]["id"]
     cli.ok("update", raw, "An expired note about Braga", "--metadata", '{"é": "ü"}')
     cli.ok("delete", gone)
@@ -87,11 +106,13 @@ def test_import_re_embeds_for_another_embedder(cli: Cli, tmp_path: Path, monkeyp
     target = tmp_path / "other.db"
     assert cli.ok("import", str(dump), db=target).endswith("(re-embedded with other-embedder)\n")
     stats = cli.json("stats", db=target)
-    assert stats["embedder"] == {"name": "other-embedder", "sha256": other.identity.sha256,
-                                 "dimension": "64"}  # fmt: skip
+    assert stats["embedder"] == {
+        "name": "other-embedder",
+        "sha256": other.identity.sha256,
+        "dimension": "64",
+    }
     rows = [json.loads(line) for line in export(cli, target).splitlines()[1:]]
-    assert {r["embedder_sha256"] for r in rows if r["type"] == "memory"} == {
-        other.identity.sha256}  # fmt: skip
+    assert {r["embedder_sha256"] for r in rows if r["type"] == "memory"} == {other.identity.sha256}
     hits = cli.json("search", "--user", "u1", "Porto", db=target)["results"]
     assert hits[0]["memory"] == "User moved from Lisbon to Porto."
     assert cli.run("verify", db=target).exit_code == 0
@@ -162,8 +183,9 @@ def test_verify_names_a_deleted_vector_row(cli: Cli) -> None:
     assert result.stderr.endswith("2 problem(s) found\n")
     report = json.loads(cli.run("--json", "verify").stdout)
     assert report["ok"] is False
-    assert report["checks"]["vectors"] == [f"memory {ids['marta']} has no vector row "
-                                           "(memory_vectors)"]  # fmt: skip
+    assert report["checks"]["vectors"] == [
+        f"memory {ids['marta']} has no vector row (memory_vectors)"
+    ]
 
 
 def test_verify_reports_orphans_and_a_foreign_embedder(cli: Cli, monkeypatch) -> None:
@@ -187,10 +209,14 @@ def test_stats_and_backup(cli: Cli, tmp_path: Path) -> None:
     stats = cli.json("stats")
     assert stats["counts"] == {"memories": 4, "messages": 6, "history": 8, "entities": 5}
     assert stats["file_size"] > 0 and stats["embedder"]["name"] == "fake-embedder"
-    assert [(s["user_id"], s["agent_id"], s["run_id"], s["state"], s["memories"], s["expired"])
-            for s in stats["scopes"]] == [
-        (None, "a1", "r1", "active", 1, 1), ("u1", None, None, "active", 2, 0),
-        ("u1", None, None, "superseded", 1, 0)]  # fmt: skip
+    assert [
+        (s["user_id"], s["agent_id"], s["run_id"], s["state"], s["memories"], s["expired"])
+        for s in stats["scopes"]
+    ] == [
+        (None, "a1", "r1", "active", 1, 1),
+        ("u1", None, None, "active", 2, 0),
+        ("u1", None, None, "superseded", 1, 0),
+    ]
     assert {x["name"] for x in stats["extractors"]} == {None, "unknown"}
     text = cli.ok("stats")
     assert "embedder: fake-embedder (384 dims" in text and "user=u1" in text

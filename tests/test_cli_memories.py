@@ -18,11 +18,19 @@ def cli(monkeypatch: pytest.MonkeyPatch, tmp_path) -> Cli:
 
 
 def test_add_search_list_get_without_inference(cli: Cli) -> None:
-    out = cli.ok("add", "--user", "u1", "--no-infer", "--metadata", '{"topic": "home"}',
-                 "The wifi password is tulip-42")  # fmt: skip
+    out = cli.ok(
+        "add",
+        "--user",
+        "u1",
+        "--no-infer",
+        "--metadata",
+        '{"topic": "home"}',
+        "The wifi password is tulip-42",
+    )
     assert out.startswith("ADD ") and out.rstrip().endswith("The wifi password is tulip-42")
-    added = cli.json("add", "--user", "u1", "--no-infer", "--expires", "2999-01-01",
-                     "I like green tea")["results"]  # fmt: skip
+    added = cli.json(
+        "add", "--user", "u1", "--no-infer", "--expires", "2999-01-01", "I like green tea"
+    )["results"]
     assert [r["memory"] for r in added] == ["I like green tea"]
     cli.ok("add", "--user", "u2", "--no-infer", "u2 has a wifi password too")
 
@@ -47,11 +55,15 @@ def test_add_search_list_get_without_inference(cli: Cli) -> None:
 
 def test_add_messages_from_stdin_with_inference(cli: Cli) -> None:
     cli.script.append({"facts": [fact("User lives in Lisbon."), fact("User likes tea.")]})
-    messages = [{"role": "user", "content": "I live in Lisbon and I like tea"},
-                {"role": "assistant", "content": "Noted."}]  # fmt: skip
+    messages = [
+        {"role": "user", "content": "I live in Lisbon and I like tea"},
+        {"role": "assistant", "content": "Noted."},
+    ]
     out = cli.ok("add", "--user", "u1", "--messages", "-", input=json.dumps(messages))
     assert [line.split("  ")[-1] for line in out.splitlines()] == [
-        "User lives in Lisbon.", "User likes tea."]  # fmt: skip
+        "User lives in Lisbon.",
+        "User likes tea.",
+    ]
     assert cli.extractors[-1].calls[0].kind == "facts"
     cli.script.append(ExtractionError("the model timed out"))
     result = cli.run("add", "--user", "u1", "I moved to Porto")
