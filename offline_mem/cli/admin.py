@@ -31,6 +31,18 @@ def _progress(length: int, label: str) -> Any:
     return click.progressbar(length=length, label=label, file=sys.stderr)
 
 
+_PLURALS = {
+    "message": "messages",
+    "entity": "entities",
+    "memory": "memories",
+    "history": "history rows",
+}
+
+
+def _summary(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {kind if n == 1 else _PLURALS[kind]}" for kind, n in counts.items())
+
+
 def _file_size(path: str) -> int:
     return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.isfile(p))
 
@@ -156,7 +168,7 @@ def export(state: CliState, dest: Path, vectors: bool) -> None:
     finally:
         db.close()
     if str(dest) != "-":
-        summary = ", ".join(f"{n} {kind}" for kind, n in written.items())
+        summary = _summary(written)
         if state.json:
             echo_json({"exported": written, "path": str(dest)})
         else:
@@ -176,7 +188,7 @@ def import_(state: CliState, source: Any) -> None:
     if state.json:
         echo_json(report.to_dict())
         return
-    counts = ", ".join(f"{n} {kind}" for kind, n in report.counts.items())
+    counts = _summary(report.counts)
     how = f"re-embedded with {report.embedder}" if report.reembedded else "vectors from the file"
     click.echo(f"imported {counts} ({how})")
 
