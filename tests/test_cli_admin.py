@@ -92,7 +92,9 @@ def test_export_import_export_is_identical(cli: Cli, tmp_path: Path) -> None:
     query = ("search", "--user", "u1", "where do I live")
     assert cli.json(*query, db=target) == cli.json(*query)
     assert cli.json("history", ids["lisbon"], db=target) == cli.json("history", ids["lisbon"])
-    assert cli.ok("export", str(tmp_path / "file.jsonl")).startswith("exported 6 messages, 5 entities, 4 memories, 8 history rows")
+    assert cli.ok("export", str(tmp_path / "file.jsonl")).startswith(
+        "exported 6 messages, 5 entities, 4 memories, 8 history rows"
+    )
     assert (tmp_path / "file.jsonl").read_text() == export(cli, cli.db)
 
 

@@ -183,7 +183,7 @@ def import_(state: CliState, source: Any) -> None:
     Re-embeds the texts when the export has no vectors or another embedder made them; refuses a
     file it cannot trust, or ids the memory file already holds."""
     data = read_export(line.rstrip("\n") for line in source)
-    with open_memory(state) as memory, _progress(data.count("memory"), "embedding") as bar:
+    with open_memory(state) as memory, _progress(data.count("memory"), "importing") as bar:
         report = import_data(memory, data, progress=bar.update)
     if state.json:
         echo_json(report.to_dict())
