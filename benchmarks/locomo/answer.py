@@ -1,0 +1,110 @@
+"""The answer model: one pinned GGUF, loaded once, the same prompt for every system.
+
+Greedy (temperature 0, top_k 1) with a fixed seed; the chat format comes from the manifest. The
+static instructions come first so llama.cpp reuses their KV cache across questions.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .systems import Hit
+
+ANSWER_PROMPT_VERSION = "answer-1"
+SYSTEM_PROMPT = """\
+You answer questions about {speaker}, using only the memories given. Memories come from \
+{speaker}'s conversations; "User" in a memory means {speaker}. Each memory starts with the date \
+it was recorded.
+Rules:
+- Reply with the answer only, in a few words (a name, place, date or short phrase), no sentence.
+- When a fact changed over time, give the most recent value.
+- For "when" questions give the date, e.g. 7 May 2023; compute relative dates such as \
+"yesterday" or "last week" from the memory's date.
+- If the memories do not contain the answer, reply exactly: Not mentioned"""
+
+
+def render_memories(hits: Sequence[Hit]) -> str:
+    if not hits:
+        return "(no memories)"
+    return "\n".join(
+        f"{i}. [{h.date or 'unknown date'}] {' '.join(h.text.split())}"
+        for i, h in enumerate(hits, start=1)
+    )
+
+
+def build_messages(speaker: str, question: str, hits: Sequence[Hit]) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT.format(speaker=speaker)},
+        {
+            "role": "user",
+            "content": f"Memories:\n{render_memories(hits)}\n\nQuestion: {question}\nAnswer:",
+        },
+    ]
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+
+
+class Answerer:
+    """The pinned answer model, loaded on construction and kept for the whole run."""
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        threads: int,
+        seed: int = 1234,
+        n_ctx: int = 4096,
+        max_tokens: int = 32,
+    ) -> None:
+        from llama_cpp import Llama
+
+        from offline_mem.manifest import load_manifest
+        from offline_mem.model_files import verified_model_dir
+
+        spec = load_manifest().get(model_name)
+        if not spec.chat_format:
+            raise ValueError(f"model {model_name!r} has no pinned chat format")
+        self.model_name, self.seed, self.max_tokens = model_name, seed, max_tokens
+        self.chat_format = spec.chat_format
+        self.llm: Any = Llama(
+            model_path=str(verified_model_dir(model_name) / spec.primary),
+            chat_format=spec.chat_format,
+            n_ctx=n_ctx,
+            n_threads=threads,
+            n_threads_batch=threads,
+            seed=seed,
+            verbose=False,
+        )
+
+    def answer(self, speaker: str, question: str, hits: Sequence[Hit]) -> Answer:
+        started = time.perf_counter()
+        reply = self.llm.create_chat_completion(
+            messages=build_messages(speaker, question, hits),
+            temperature=0.0,
+            top_k=1,
+            top_p=1.0,
+            min_p=0.0,
+            repeat_penalty=1.0,
+            seed=self.seed,
+            max_tokens=self.max_tokens,
+        )
+        usage = reply.get("usage", {})
+        text = (reply["choices"][0]["message"].get("content") or "").strip()
+        return Answer(
+            text=text.splitlines()[0].strip() if text else "",
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+            seconds=time.perf_counter() - started,
+        )
+
+    def close(self) -> None:
+        self.llm.close()

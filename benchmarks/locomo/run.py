@@ -1,0 +1,519 @@
+"""The side-by-side harness: offline_mem, naive and Mem0 (local) on the same LoCoMo-format data.
+
+    .venv/bin/python -m benchmarks.locomo.run               # the small default (scripts/bench)
+    .venv/bin/python -m benchmarks.locomo.run --sessions 12 --per-type 5 --personas 2
+    .venv/bin/python -m benchmarks.locomo.run --data locomo10.json --max-turns 80 --max-questions 40
+
+For each system, in its own process (so peak RSS is its own and Mem0's environment stays out of
+the others): ingest every sample's sessions in order, in fixed chunks of --chunk turns that never
+cross a session, each message timestamped with its session's date; then search every question
+(top-k). Then this process loads the answer model once and answers every question of every system
+from its retrieved memories with the same prompt, and scores them (scoring.py). Results go to
+benchmarks/results/ as JSON, a markdown table and PNG plots (report.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from .loader import Sample, load_locomo
+from .scoring import (
+    STEMMER_NAME,
+    answer_score,
+    evidence_recall,
+    percentile,
+    says_not_mentioned,
+)
+from .systems import AddOutcome, ChunkMessage, System
+
+ROOT = Path(__file__).resolve().parents[2]
+SYSTEMS = ("offline_mem", "naive", "mem0")
+DEFAULT_MODEL = "qwen2.5-coder-1.5b-instruct"
+PACKAGES = (
+    "offline_mem",
+    "llama_cpp_python",
+    "mem0ai",
+    "qdrant-client",
+    "sentence-transformers",
+    "transformers",
+    "torch",
+    "spacy",
+    "numpy",
+    "openai",
+    "sqlite-vec",
+    "sqlean.py",
+    "nltk",
+    "matplotlib",
+    "fastapi",
+    "uvicorn",
+)
+
+
+# -- data -------------------------------------------------------------------------------------
+
+
+def chunks_of(
+    sample: Sample, size: int, max_turns: int | None
+) -> list[tuple[Any, list[ChunkMessage]]]:
+    """(session, messages) chunks in conversation order; a chunk never crosses a session."""
+    out = []
+    budget = max_turns if max_turns is not None else 10**9
+    for session in sample.sessions:
+        turns = list(session.turns[: max(0, budget)])
+        budget -= len(turns)
+        for start in range(0, len(turns), size):
+            out.append(
+                (
+                    session,
+                    [
+                        ChunkMessage(
+                            turn=t,
+                            role="user" if t.speaker == sample.speaker_a else "assistant",
+                            name=re.sub(r"\s+", "_", t.speaker.strip()) or "speaker",
+                        )
+                        for t in turns[start : start + size]
+                    ],
+                )
+            )
+    return out
+
+
+def ingested_ids(sample: Sample, max_turns: int | None) -> set[str]:
+    return {m.turn.dia_id for _, chunk in chunks_of(sample, 1, max_turns) for m in chunk}
+
+
+def questions_of(sample: Sample, cfg: dict[str, Any]) -> list[Any]:
+    """Questions whose evidence was ingested (all of it), at most --max-questions per sample."""
+    seen = ingested_ids(sample, cfg["max_turns"])
+    chosen = [q for q in sample.qa if all(e in seen for e in q.evidence)]
+    return chosen[: cfg["max_questions"]] if cfg["max_questions"] else chosen
+
+
+# -- the retrieval phase, one process per system ----------------------------------------------
+
+
+def build_system(name: str, workdir: Path, cfg: dict[str, Any]) -> System:
+    from . import systems
+
+    if name == "offline_mem":
+        return systems.OfflineMemSystem(workdir, extractor=cfg["extractor"], threads=cfg["threads"])
+    if name == "naive":
+        return systems.NaiveSystem(systems.load_pinned_embedder())
+    if name == "mem0":
+        return systems.Mem0System(
+            workdir, model_name=cfg["extractor"], threads=cfg["threads"], n_ctx=cfg["peer_n_ctx"]
+        )
+    raise ValueError(f"unknown system {name!r}")
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def retrieve(name: str, data: Path, cfg: dict[str, Any], workdir: Path) -> dict[str, Any]:
+    samples = load_locomo(data)
+    started = time.perf_counter()
+    system = build_system(name, workdir, cfg)
+    system.warm_up()
+    setup_s = time.perf_counter() - started
+    adds: list[dict[str, Any]] = []
+    ingest_start = time.perf_counter()
+    for sample in samples:
+        for n, (session, chunk) in enumerate(chunks_of(sample, cfg["chunk"], cfg["max_turns"])):
+            outcome: AddOutcome = system.add(sample.sample_id, chunk, session.when)
+            adds.append(
+                {
+                    "sample": sample.sample_id,
+                    "chunk": n,
+                    "dia_ids": [m.turn.dia_id for m in chunk],
+                    **asdict(outcome),
+                }
+            )
+            print(
+                f"[{name}] add {len(adds)} {outcome.seconds:.1f}s stored={outcome.stored}"
+                + (f" error={outcome.error[:120]}" if outcome.error else ""),
+                flush=True,
+            )
+    ingest_s = time.perf_counter() - ingest_start
+    system.finish_ingest()
+    searches = []
+    for sample in samples:
+        for i, qa in enumerate(questions_of(sample, cfg)):
+            t0 = time.perf_counter()
+            hits = system.search(sample.sample_id, qa.question, cfg["top_k"])
+            searches.append(
+                {
+                    "sample": sample.sample_id,
+                    "index": i,
+                    "seconds": time.perf_counter() - t0,
+                    "hits": [asdict(h) for h in hits],
+                }
+            )
+    result = {
+        "system": name,
+        "setup_s": setup_s,
+        "ingest_s": ingest_s,
+        "adds": adds,
+        "searches": searches,
+        "memories": system.memory_count(),
+        "storage_bytes": system.storage_bytes(),
+        "peak_rss_mib": peak_rss_mib(),
+    }
+    server = getattr(system, "server", None)
+    if server is not None:
+        result["server_peak_rss_mib"] = (server.peak_rss_kib or 0) / 1024.0
+    system.close()
+    return result
+
+
+# -- the answer phase and scores --------------------------------------------------------------
+
+
+def score_system(
+    retrieval: dict[str, Any], samples: list[Sample], cfg: dict[str, Any], answerer: Any
+) -> dict[str, Any]:
+    from .systems import Hit
+
+    by_key = {(s["sample"], s["index"]): s for s in retrieval["searches"]}
+    rows = []
+    for sample in samples:
+        for i, qa in enumerate(questions_of(sample, cfg)):
+            search = by_key[(sample.sample_id, i)]
+            hits = [Hit(h["text"], h["date"], tuple(h["dia_ids"])) for h in search["hits"]]
+            reply = answerer.answer(sample.speaker_a, qa.question, hits)
+            context = " ".join(h.text for h in hits)
+            rows.append(
+                {
+                    "sample": sample.sample_id,
+                    "type": qa.type,
+                    "question": qa.question,
+                    "gold": qa.answer,
+                    "answer": reply.text,
+                    "evidence": list(qa.evidence),
+                    "f1": answer_score(reply.text, qa.answer, qa.type),
+                    "evidence_recall": evidence_recall(qa.evidence, [h.dia_ids for h in hits]),
+                    "gold_in_context": None
+                    if qa.type == "not_mentioned"
+                    else _token_recall(qa.answer, context),
+                    "said_not_mentioned": says_not_mentioned(reply.text),
+                    "search_s": search["seconds"],
+                    "answer_prompt_tokens": reply.prompt_tokens,
+                    "answer_s": reply.seconds,
+                    "retrieved": [h.text for h in hits],
+                }
+            )
+            print(
+                f"[{retrieval['system']}] {qa.type}: {qa.question!r} -> {reply.text!r} "
+                f"(gold {qa.answer!r})",
+                flush=True,
+            )
+    return {"questions": rows, "summary": summarize(retrieval, rows)}
+
+
+def _token_recall(gold: str, context: str) -> float:
+    """Share of the gold answer's tokens present in the retrieved text (an upper bound)."""
+    from .scoring import tokens
+
+    wanted = tokens(gold)
+    have = set(tokens(context))
+    return sum(1 for t in wanted if t in have) / len(wanted) if wanted else 0.0
+
+
+def _mean(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def summarize(retrieval: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    adds = retrieval["adds"]
+    add_s = [a["seconds"] for a in adds]
+    search_s = [r["search_s"] for r in rows]
+    types = sorted({r["type"] for r in rows})
+    answerable = [r for r in rows if r["type"] != "not_mentioned"]
+    nm = [r for r in rows if r["type"] == "not_mentioned"]
+    return {
+        "questions": len(rows),
+        "f1": _mean([r["f1"] for r in rows]),
+        "f1_answerable": _mean([r["f1"] for r in answerable]),
+        "f1_by_type": {t: _mean([r["f1"] for r in rows if r["type"] == t]) for t in types},
+        "evidence_recall": _mean([r["evidence_recall"] for r in rows]),
+        "evidence_recall_by_type": {
+            t: _mean([r["evidence_recall"] for r in rows if r["type"] == t]) for t in types
+        },
+        "gold_in_context": _mean([r["gold_in_context"] for r in rows]),
+        "not_mentioned_rate": _mean([1.0 if r["said_not_mentioned"] else 0.0 for r in nm]),
+        "false_not_mentioned_rate": _mean(
+            [1.0 if r["said_not_mentioned"] else 0.0 for r in answerable]
+        ),
+        "adds": len(adds),
+        "add_p50_s": percentile(add_s, 50),
+        "add_p95_s": percentile(add_s, 95),
+        "add_max_s": max(add_s) if add_s else None,
+        "adds_failed": sum(1 for a in adds if a["error"]),
+        "adds_hit_max_tokens": sum(1 for a in adds if a["hit_max_tokens"]),
+        "adds_storing_nothing": sum(1 for a in adds if a["stored"] == 0),
+        "llm_calls": sum(a["llm_calls"] for a in adds),
+        "extraction_prompt_tokens": sum(a["prompt_tokens"] for a in adds),
+        "extraction_prompt_tokens_per_add": _mean([float(a["prompt_tokens"]) for a in adds]),
+        "extraction_completion_tokens": sum(a["completion_tokens"] for a in adds),
+        "answer_prompt_tokens_per_question": _mean(
+            [float(r["answer_prompt_tokens"]) for r in rows]
+        ),
+        "search_p50_ms": _ms(percentile(search_s, 50)),
+        "search_p95_ms": _ms(percentile(search_s, 95)),
+        "memories_stored": retrieval["memories"],
+        "storage_bytes": retrieval["storage_bytes"],
+        "peak_rss_mib": retrieval["peak_rss_mib"],
+        "server_peak_rss_mib": retrieval.get("server_peak_rss_mib"),
+        "ingest_s": retrieval["ingest_s"],
+        "setup_s": retrieval["setup_s"],
+    }
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000.0
+
+
+def targets(summaries: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The issue's targets, each as measured in this run (None where a system is missing)."""
+    om, nv, m0 = (summaries.get(s) for s in SYSTEMS)
+
+    def diff(key: str, other: dict[str, Any] | None) -> float | None:
+        if om is None or other is None or om[key] is None or other[key] is None:
+            return None
+        return 100.0 * (om[key] - other[key])
+
+    def ratio(key: str) -> float | None:
+        if om is None or m0 is None or not om[key] or not m0[key]:
+            return None
+        return om[key] / m0[key]
+
+    checks = [
+        ("answer F1: offline_mem - naive (points)", diff("f1", nv), ">= 5", lambda v: v >= 5),
+        ("answer F1: offline_mem - mem0 (points)", diff("f1", m0), ">= 20", lambda v: v >= 20),
+        (
+            "evidence recall: offline_mem - naive (points)",
+            diff("evidence_recall", nv),
+            "> 0",
+            lambda v: v > 0,
+        ),
+        (
+            "evidence recall: offline_mem - mem0 (points)",
+            diff("evidence_recall", m0),
+            "> 0",
+            lambda v: v > 0,
+        ),
+        ("add p50: offline_mem / mem0", ratio("add_p50_s"), "<= 0.2", lambda v: v <= 0.2),
+        (
+            "offline_mem adds that ran to max_tokens",
+            None if om is None else float(om["adds_hit_max_tokens"]),
+            "== 0",
+            lambda v: v == 0,
+        ),
+        ("search p50: offline_mem / mem0", ratio("search_p50_ms"), "<= 0.5", lambda v: v <= 0.5),
+    ]
+    return [
+        {"target": t, "value": v, "goal": g, "met": None if v is None else bool(ok(v))}
+        for t, v, g, ok in checks
+    ]
+
+
+# -- environment ------------------------------------------------------------------------------
+
+
+def load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def environment(cfg: dict[str, Any]) -> dict[str, Any]:
+    from importlib import metadata
+
+    from offline_mem.manifest import load_manifest
+    from offline_mem.prompts import PROMPT_VERSION
+
+    from .answer import ANSWER_PROMPT_VERSION
+
+    versions = {}
+    for package in PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    manifest = load_manifest()
+    names = sorted({cfg["extractor"], cfg["answer_model"], "all-MiniLM-L6-v2", "en_core_web_sm"})
+    models = {}
+    for name in names:
+        spec = manifest.get(name)
+        models[name] = {
+            "role": spec.role,
+            "chat_format": spec.chat_format,
+            "files": {f.path: {"sha256": f.sha256, "size": f.size} for f in spec.files},
+        }
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+        ).stdout.strip()
+    except OSError:
+        commit = None
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "git_commit": commit,
+        "packages": versions,
+        "models": models,
+        "offline_mem_prompt_version": PROMPT_VERSION,
+        "answer_prompt_version": ANSWER_PROMPT_VERSION,
+        "stemmer": STEMMER_NAME,
+    }
+
+
+# -- CLI --------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description="offline_mem vs naive vs Mem0 on LoCoMo-format data")
+    p.add_argument("--data", type=Path, help="a LoCoMo-format JSON file (default: generate)")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--personas", type=int, default=1)
+    p.add_argument("--sessions", type=int, default=6)
+    p.add_argument("--turns-per-session", type=int, default=6)
+    p.add_argument("--per-type", type=int, default=3, help="questions per type per persona")
+    p.add_argument("--chunk", type=int, default=2, help="turns per add")
+    p.add_argument("--top-k", type=int, default=10)
+    p.add_argument("--max-turns", type=int, help="ingest at most this many turns per sample")
+    p.add_argument("--max-questions", type=int, help="at most this many questions per sample")
+    p.add_argument("--systems", default=",".join(SYSTEMS))
+    p.add_argument("--extractor", default=DEFAULT_MODEL, help="offline_mem's and Mem0's LLM")
+    p.add_argument("--answer-model", default=DEFAULT_MODEL)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--peer-n-ctx", type=int, default=16384)
+    p.add_argument("--name", default="default", help="results file stem suffix")
+    p.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "results")
+    p.add_argument("--workdir", type=Path, help="where memory files go (default: a temp dir)")
+    p.add_argument("--retrieve", help=argparse.SUPPRESS)  # internal: one system's phase
+    p.add_argument("--retrieve-out", type=Path, help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+def config_of(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "data": str(args.data) if args.data else None,
+        "seed": args.seed,
+        "personas": args.personas,
+        "sessions": args.sessions,
+        "turns_per_session": args.turns_per_session,
+        "per_type": args.per_type,
+        "chunk": args.chunk,
+        "top_k": args.top_k,
+        "max_turns": args.max_turns,
+        "max_questions": args.max_questions,
+        "systems": args.systems.split(","),
+        "extractor": args.extractor,
+        "answer_model": args.answer_model,
+        "threads": args.threads,
+        "peer_n_ctx": args.peer_n_ctx,
+        "name": args.name,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    cfg = config_of(args)
+    if args.retrieve:  # child process
+        result = retrieve(args.retrieve, args.data, cfg, args.workdir)
+        args.retrieve_out.write_text(json.dumps(result))
+        return 0
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="locomo-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    started, load_before = time.time(), load_average()
+    data = args.data
+    if data is None:
+        from .dataset import generate
+
+        data = workdir / "dataset.json"
+        samples_raw = generate(
+            args.seed,
+            personas=args.personas,
+            sessions=args.sessions,
+            turns_per_session=args.turns_per_session,
+            per_type=args.per_type,
+        )
+        data.write_text(json.dumps(samples_raw, ensure_ascii=False))
+    samples = load_locomo(data)
+    retrievals: dict[str, dict[str, Any]] = {}
+    for name in cfg["systems"]:
+        out = workdir / f"retrieval_{name}.json"
+        child = [
+            sys.executable,
+            "-m",
+            "benchmarks.locomo.run",
+            *(argv or sys.argv[1:]),
+            "--data",
+            str(data),
+            "--workdir",
+            str(workdir / name),
+            "--retrieve",
+            name,
+            "--retrieve-out",
+            str(out),
+        ]
+        (workdir / name).mkdir(exist_ok=True)
+        print(f"== {name}: ingest and search", flush=True)
+        code = subprocess.run(child, cwd=ROOT, check=False).returncode
+        if code != 0 or not out.exists():
+            print(f"== {name}: FAILED with exit code {code}; continuing without it", flush=True)
+            retrievals[name] = {"system": name, "failed": f"exit code {code}"}
+            continue
+        retrievals[name] = json.loads(out.read_text())
+    from .answer import Answerer
+
+    print("== answering", flush=True)
+    answerer = Answerer(cfg["answer_model"], threads=cfg["threads"])
+    results: dict[str, Any] = {}
+    for name, retrieval in retrievals.items():
+        results[name] = (
+            retrieval if "failed" in retrieval else score_system(retrieval, samples, cfg, answerer)
+        )
+    answerer.close()
+    summaries = {n: r["summary"] for n, r in results.items() if "summary" in r}
+    report = {
+        "benchmark": "locomo-format side by side",
+        "config": cfg,
+        "dataset": {
+            "path": str(data),
+            "samples": len(samples),
+            "turns_ingested": sum(len(ingested_ids(s, cfg["max_turns"])) for s in samples),
+            "questions": sum(len(questions_of(s, cfg)) for s in samples),
+        },
+        "environment": environment(cfg),
+        "machine_load": {
+            "loadavg_start": load_before,
+            "loadavg_end": load_average(),
+            "wall_s": round(time.time() - started, 1),
+        },
+        "summary": summaries,
+        "targets": targets(summaries),
+        "systems": results,
+    }
+    from .report import write_all
+
+    for path in write_all(report, args.out_dir, f"locomo_{args.name}"):
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,377 @@
+"""The three systems behind one interface: add a chunk of turns, search a question.
+
+Every system receives the same chunks (the same turns, roles, speaker names and session date)
+and returns, for each retrieved memory, its text, a date to show the answer model and the dia_ids
+of the turns it came from (provenance, for evidence recall):
+
+    offline_mem  Memory.add(infer=True, timestamp=session date); search(include_sources=True):
+                 each memory's source messages map back to dia_ids by their exact content
+    naive        every turn stored verbatim ("Speaker: text"), top-k by cosine of the pinned
+                 embedder's vectors; no model at write time
+    mem0         Mem0 2.2.1 local (see mem0_peer.py); Mem0 keeps no per-memory provenance, so
+                 each add carries its chunk's dia_ids in metadata and a memory is credited with
+                 every turn of the chunk that produced it (generous to Mem0)
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .loader import Turn
+
+
+@dataclass(frozen=True)
+class ChunkMessage:
+    turn: Turn
+    role: str  # "user" for speaker_a, "assistant" for speaker_b
+    name: str  # the speaker, as a message name (no whitespace)
+
+
+@dataclass
+class AddOutcome:
+    seconds: float
+    stored: int = 0  # memories this add created
+    error: str | None = None
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    hit_max_tokens: bool = False
+
+
+@dataclass(frozen=True)
+class Hit:
+    text: str
+    date: str | None  # YYYY-MM-DD shown to the answer model
+    dia_ids: tuple[str, ...]
+
+
+@dataclass
+class LlmCall:
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str | None
+    error: str | None = None
+
+
+@dataclass
+class CallLog:
+    calls: list[LlmCall] = field(default_factory=list)
+
+    def since(self, start: int) -> list[LlmCall]:
+        return self.calls[start:]
+
+
+def summarize_calls(outcome: AddOutcome, calls: list[LlmCall]) -> AddOutcome:
+    outcome.llm_calls = len(calls)
+    outcome.prompt_tokens = sum(c.prompt_tokens for c in calls)
+    outcome.completion_tokens = sum(c.completion_tokens for c in calls)
+    outcome.hit_max_tokens = any(c.finish_reason == "length" for c in calls)
+    return outcome
+
+
+class System(ABC):
+    name: str
+    uses_llm_at_write: bool = True
+
+    @abstractmethod
+    def add(self, user_id: str, chunk: list[ChunkMessage], when: datetime | None) -> AddOutcome:
+        """Store one chunk of turns, observed at `when`."""
+
+    @abstractmethod
+    def search(self, user_id: str, query: str, top_k: int) -> list[Hit]:
+        """The top-k memories of `user_id` for `query`, best first."""
+
+    @abstractmethod
+    def memory_count(self) -> int: ...
+
+    @abstractmethod
+    def storage_bytes(self) -> int: ...
+
+    def warm_up(self) -> None:  # noqa: B027 - optional hook
+        """Load what searches need (embedder, spaCy) before anything is timed."""
+
+    def finish_ingest(self) -> None:  # noqa: B027 - optional hook
+        """Release what only writes need (e.g. the extraction model)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        pass
+
+
+def _day(when: datetime | None) -> str | None:
+    return None if when is None else when.date().isoformat()
+
+
+def _files_size(paths: list[Path]) -> int:
+    total = 0
+    for path in paths:
+        if path.is_dir():
+            total += sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+        elif path.exists():
+            total += path.stat().st_size
+    return total
+
+
+# -- offline_mem ------------------------------------------------------------------------------
+
+
+def make_recording_extractor(inner: Any, log: CallLog) -> Any:
+    """An Extractor that records each call's tokens and failure, then delegates to `inner`."""
+    from offline_mem.errors import ExtractionError
+    from offline_mem.extractor import Extractor
+
+    class RecordingExtractor(Extractor):
+        @property  # type: ignore[override]
+        def identity(self) -> Any:
+            return inner.identity
+
+        def extract(self, prompt: Any) -> Any:
+            try:
+                out = inner.extract(prompt)
+            except ExtractionError as exc:
+                reason = "length" if "did not end within" in str(exc) else "error"
+                log.calls.append(LlmCall(0, 0, reason, error=str(exc)))
+                raise
+            log.calls.append(LlmCall(out.prompt_tokens, out.completion_tokens, "stop"))
+            return out
+
+        def close(self) -> None:
+            inner.close()
+
+    return RecordingExtractor()
+
+
+class OfflineMemSystem(System):
+    name = "offline_mem"
+
+    def __init__(self, workdir: Path, *, extractor: str, threads: int, infer: bool = True) -> None:
+        from offline_mem import Memory
+        from offline_mem.config import resolve_models_dir
+        from offline_mem.extractor import LlamaExtractor
+
+        self.path = workdir / "offline_mem.db"
+        self.infer = infer
+        self.log = CallLog()
+        self.inner = LlamaExtractor(extractor, resolve_models_dir(None), threads=threads)
+        self.memory = Memory(
+            {"path": str(self.path), "extractor": extractor, "threads": threads},
+            extractor=make_recording_extractor(self.inner, self.log),
+        )
+        self.by_content: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+        self.users: set[str] = set()
+
+    def add(self, user_id: str, chunk: list[ChunkMessage], when: datetime | None) -> AddOutcome:
+        from offline_mem.errors import OfflineMemError
+
+        self.users.add(user_id)
+        for m in chunk:
+            self.by_content[user_id][m.turn.text].add(m.turn.dia_id)
+        messages = [{"role": m.role, "content": m.turn.text, "name": m.name} for m in chunk]
+        start_call = len(self.log.calls)
+        started = time.perf_counter()
+        error, stored = None, 0
+        try:
+            result = self.memory.add(
+                messages,
+                user_id=user_id,
+                infer=self.infer,
+                timestamp=None if when is None else when.isoformat(),
+            )
+            stored = sum(1 for r in result["results"] if r.get("event") == "ADD")
+        except OfflineMemError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        outcome = AddOutcome(seconds=time.perf_counter() - started, stored=stored, error=error)
+        return summarize_calls(outcome, self.log.since(start_call))
+
+    def search(self, user_id: str, query: str, top_k: int) -> list[Hit]:
+        found = self.memory.search(
+            query, filters={"user_id": user_id}, top_k=top_k, include_sources=True
+        )
+        hits = []
+        index = self.by_content[user_id]
+        for item in found["results"]:
+            ids: set[str] = set()
+            for source in item.get("sources", []):
+                ids |= index.get(source.get("content", ""), set())
+            observed = item.get("observed_at") or item.get("created_at")
+            hits.append(
+                Hit(item["memory"], observed[:10] if observed else None, tuple(sorted(ids)))
+            )
+        return hits
+
+    def warm_up(self) -> None:
+        self.memory.search("warm up", filters={"user_id": "warm-up"}, top_k=1)
+
+    def memory_count(self) -> int:
+        return sum(
+            len(self.memory.get_all(filters={"user_id": u}, top_k=10_000)["results"])
+            for u in self.users
+        )
+
+    def storage_bytes(self) -> int:
+        base = str(self.path)
+        return _files_size([Path(base), Path(base + "-wal"), Path(base + "-shm")])
+
+    def finish_ingest(self) -> None:
+        self.inner.close()  # frees the GGUF; search needs only the embedder and spaCy
+
+    def close(self) -> None:
+        self.memory.close()
+
+
+# -- naive ------------------------------------------------------------------------------------
+
+
+def load_pinned_embedder(name: str = "all-MiniLM-L6-v2") -> Any:
+    from offline_mem.embedder import EmbedderIdentity, SentenceTransformerEmbedder
+    from offline_mem.model_files import model_identity, verified_model_dir
+
+    ident = model_identity(name)
+    identity = EmbedderIdentity(name=name, sha256=ident.sha256, dimension=ident.dimension or 0)
+    return SentenceTransformerEmbedder(verified_model_dir(name), identity)
+
+
+class NaiveSystem(System):
+    """Every turn verbatim, exact cosine top-k over the pinned embedder's unit vectors."""
+
+    name = "naive"
+    uses_llm_at_write = False
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+        self.rows: dict[str, list[Hit]] = defaultdict(list)
+        self.vectors: dict[str, list[np.ndarray]] = defaultdict(list)
+
+    def warm_up(self) -> None:
+        self.embedder.embed_batch(["warm up"])
+
+    def add(self, user_id: str, chunk: list[ChunkMessage], when: datetime | None) -> AddOutcome:
+        started = time.perf_counter()
+        texts = [f"{m.turn.speaker}: {m.turn.text}" for m in chunk if m.turn.text.strip()]
+        ids = [m.turn.dia_id for m in chunk if m.turn.text.strip()]
+        vectors = self.embedder.embed_batch(texts)
+        for text, dia_id, vector in zip(texts, ids, vectors, strict=True):
+            self.rows[user_id].append(Hit(text, _day(when), (dia_id,)))
+            self.vectors[user_id].append(np.asarray(vector, dtype=np.float32))
+        return AddOutcome(seconds=time.perf_counter() - started, stored=len(texts))
+
+    def search(self, user_id: str, query: str, top_k: int) -> list[Hit]:
+        if not self.rows[user_id]:
+            return []
+        matrix = np.vstack(self.vectors[user_id])
+        scores = matrix @ np.asarray(self.embedder.embed_batch([query])[0], dtype=np.float32)
+        order = np.argsort(-scores, kind="stable")[:top_k]
+        return [self.rows[user_id][i] for i in order]
+
+    def memory_count(self) -> int:
+        return sum(len(rows) for rows in self.rows.values())
+
+    def storage_bytes(self) -> int:
+        """What it holds in memory: float32 vectors plus UTF-8 texts (it writes no file)."""
+        vectors = sum(v.nbytes for vs in self.vectors.values() for v in vs)
+        texts = sum(len(h.text.encode()) for rows in self.rows.values() for h in rows)
+        return vectors + texts
+
+
+# -- Mem0 -------------------------------------------------------------------------------------
+
+
+class Mem0System(System):
+    name = "mem0"
+
+    def __init__(self, workdir: Path, *, model_name: str, threads: int, n_ctx: int = 16384) -> None:
+        from offline_mem.manifest import load_manifest
+        from offline_mem.model_files import verified_model_dir
+
+        from . import mem0_peer
+
+        self.workdir = workdir
+        mem0_peer.prepare_environment(workdir)
+        mem0_peer.install_spacy_shim(workdir / "spacy_shim", verified_model_dir("en_core_web_sm"))
+        spec = load_manifest().get(model_name)
+        self.server = mem0_peer.LlamaServer(
+            verified_model_dir(model_name) / spec.primary,
+            chat_format=spec.chat_format or "",
+            alias=model_name,
+            n_ctx=n_ctx,
+            threads=threads,
+            log_path=workdir / "server.log",
+        )
+        self.server.start()
+        self.log = CallLog()
+        embedder_name = "all-MiniLM-L6-v2"
+        from mem0 import Memory as Mem0Memory
+
+        config = mem0_peer.mem0_config(
+            base_url=self.server.base_url,
+            alias=model_name,
+            embedder_dir=verified_model_dir(embedder_name),
+            dimension=load_manifest().get(embedder_name).dimension or 384,
+            workdir=workdir,
+            callback=self._record,
+        )
+        self.memory = Mem0Memory.from_config(config)
+        self.users: set[str] = set()
+
+    def warm_up(self) -> None:
+        self.memory.search("warm up", filters={"user_id": "warm-up"}, top_k=1)
+
+    def _record(self, _llm: Any, response: Any, _params: Any) -> None:
+        usage = getattr(response, "usage", None)
+        choice = response.choices[0] if getattr(response, "choices", None) else None
+        self.log.calls.append(
+            LlmCall(
+                prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+                completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+                finish_reason=getattr(choice, "finish_reason", None),
+            )
+        )
+
+    def add(self, user_id: str, chunk: list[ChunkMessage], when: datetime | None) -> AddOutcome:
+        self.users.add(user_id)
+        messages = [{"role": m.role, "content": m.turn.text, "name": m.name} for m in chunk]
+        metadata = {"dia_ids": [m.turn.dia_id for m in chunk], "session_date": _day(when) or ""}
+        start_call = len(self.log.calls)
+        started = time.perf_counter()
+        error, stored = None, 0
+        try:
+            result = self.memory.add(messages, user_id=user_id, metadata=metadata)
+            stored = sum(1 for r in result.get("results", []) if r.get("event") == "ADD")
+        except Exception as exc:  # the peer's failures are data here, not a reason to stop
+            error = f"{type(exc).__name__}: {exc}"
+        outcome = AddOutcome(seconds=time.perf_counter() - started, stored=stored, error=error)
+        return summarize_calls(outcome, self.log.since(start_call))
+
+    def search(self, user_id: str, query: str, top_k: int) -> list[Hit]:
+        found = self.memory.search(query, filters={"user_id": user_id}, top_k=top_k)
+        hits = []
+        for item in found.get("results", []):
+            meta = item.get("metadata") or {}
+            date = meta.get("session_date") or (item.get("created_at") or "")[:10] or None
+            hits.append(Hit(item["memory"], date, tuple(meta.get("dia_ids") or ())))
+        return hits
+
+    def memory_count(self) -> int:
+        return sum(
+            len(self.memory.get_all(filters={"user_id": u}, top_k=10_000).get("results", []))
+            for u in self.users
+        )
+
+    def storage_bytes(self) -> int:
+        return _files_size([self.workdir / "qdrant", self.workdir / "history.db"])
+
+    def finish_ingest(self) -> None:
+        self.server.stop()  # search embeds the query locally; it never calls the LLM
+
+    def close(self) -> None:
+        self.server.stop()
+        close = getattr(self.memory, "close", None)
+        if close is not None:
+            close()
