@@ -7,6 +7,7 @@ Every statement goes through `Database.execute`, so a tracer sees (and tests can
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -38,6 +39,35 @@ def _is_corruption(exc: BaseException) -> bool:
     return "not a database" in text or "malformed" in text or "corrupt" in text
 
 
+MIN_DATABASE_BYTES = 512  # SQLite's smallest page: a shorter non-empty file is a damaged one
+
+
+def _refuse_stub(path: str) -> None:
+    """SQLite treats some tiny files as empty databases and would silently start afresh."""
+    if path == ":memory:" or not os.path.isfile(path):
+        return
+    size = os.path.getsize(path)
+    if 0 < size < MIN_DATABASE_BYTES:
+        raise CorruptFileError(
+            f"{path!r} is not a readable memory file ({size} bytes: truncated or not a database); "
+            "restore it from a backup or point `path` at another file"
+        )
+
+
+def _refuse_foreign(conn: Any, path: str) -> None:
+    """A file with tables but without offline_mem's `migrations` table is not a memory file."""
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not tables:
+        return
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(migrations)")}
+    if columns != {"name", "applied_at"}:
+        shown = ", ".join(sorted(tables)[:5])
+        raise CorruptFileError(
+            f"{path!r} is an SQLite database of another application (tables: {shown}), not a "
+            "memory file; offline_mem leaves it untouched. Point `path` at another file"
+        )
+
+
 class Database:
     """A connection in autocommit mode; transactions are explicit through `atomic()`."""
 
@@ -46,6 +76,7 @@ class Database:
         self.driver = sqlite_driver()
         self.tracer: Tracer | None = None
         self._depth = 0
+        _refuse_stub(path)
         try:
             # isolation_level=None: we issue BEGIN/COMMIT ourselves, never the driver.
             self.conn = self.driver.connect(
@@ -58,6 +89,9 @@ class Database:
             sqlite_vec.load(self.conn)
             self.conn.enable_load_extension(False)
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            # Before anything writes (journal_mode writes the header): refuse another
+            # application's database rather than adding our tables to it.
+            _refuse_foreign(self.conn, path)
             if path != ":memory:":
                 self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute(
@@ -65,6 +99,9 @@ class Database:
             )
             self.conn.execute("PRAGMA foreign_keys = ON")
             self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except CorruptFileError:
+            self.conn.close()
+            raise
         except self.driver.DatabaseError as exc:
             self.conn.close()
             if _is_corruption(exc):
@@ -76,26 +113,46 @@ class Database:
 
     # -- statements -------------------------------------------------------------------------
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        if self.tracer is not None:
-            self.tracer(sql, params)
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        """Driver errors about the file become typed: CorruptFileError when SQLite says the file
+        is damaged, StoreError otherwise (I/O, locks, read-only, sqlite-vec failures).
+        IntegrityError and ProgrammingError stay as they are: they mean a bug here."""
         try:
-            return self.conn.execute(sql, params)
+            yield
+        except (self.driver.IntegrityError, self.driver.ProgrammingError):
+            raise
         except self.driver.DatabaseError as exc:
             if _is_corruption(exc):
                 raise CorruptFileError(f"memory file {self.path!r} is corrupted: {exc}") from exc
-            raise
+            raise StoreError(f"memory file {self.path!r}: {exc}") from exc
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        if self.tracer is not None:
+            self.tracer(sql, params)
+        with self._translated():
+            return self.conn.execute(sql, params)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> Any:
         if self.tracer is not None:
             self.tracer(sql, rows)
-        return self.conn.executemany(sql, rows)
+        with self._translated():
+            return self.conn.executemany(sql, rows)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        return list(self.execute(sql, params).fetchall())
+        cursor = self.execute(sql, params)
+        with self._translated():  # rows are read (and can fail) after execute returns
+            return list(cursor.fetchall())
 
     def query_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        return self.execute(sql, params).fetchone()
+        cursor = self.execute(sql, params)
+        with self._translated():
+            return cursor.fetchone()
+
+    def _raw(self, sql: str) -> None:
+        """A transaction-control statement that no tracer may fail."""
+        with self._translated():
+            self.conn.execute(sql)
 
     # -- transactions -----------------------------------------------------------------------
 
@@ -114,8 +171,8 @@ class Database:
                 yield
             except BaseException:
                 self._depth -= 1
-                self.conn.execute(f"ROLLBACK TO {name}")
-                self.conn.execute(f"RELEASE {name}")
+                self._raw(f"ROLLBACK TO {name}")
+                self._raw(f"RELEASE {name}")
                 raise
             self._depth -= 1
             self.execute(f"RELEASE {name}")
@@ -128,7 +185,7 @@ class Database:
         except BaseException:
             self._depth = 0
             if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")  # never traced: a rollback must not be failable
+                self._raw("ROLLBACK")  # never traced: a rollback must not be failable
             raise
         self._depth = 0
 
@@ -138,13 +195,13 @@ class Database:
         if self._depth:
             yield
             return
-        self.conn.execute("BEGIN")
+        self._raw("BEGIN")
         self._depth = 1
         try:
             yield
         finally:
             self._depth = 0
-            self.conn.execute("COMMIT")
+            self._raw("COMMIT")
 
     def close(self) -> None:
         self.conn.close()
