@@ -15,6 +15,7 @@ comparing a file with a model of the operations acknowledged to have happened.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -282,8 +283,17 @@ def table_dump(db: Database) -> dict[str, list[tuple[Any, ...]]]:
         for row in db.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
     ]
     return {
-        name: sorted(map(tuple, db.query(f'SELECT * FROM "{name}"')), key=repr) for name in names
-    }
+        name: sorted((tuple(map(_digest, row)) for row in db.query(f'SELECT * FROM "{name}"')),
+                     key=repr)
+        for name in names
+    }  # fmt: skip
+
+
+def _digest(value: Any) -> Any:
+    """Blobs (sqlite-vec's chunks are megabytes) compare by their sha256."""
+    if isinstance(value, bytes):
+        return "blob:" + hashlib.sha256(value).hexdigest()
+    return value
 
 
 # -- the model of acknowledged operations ------------------------------------------------------
