@@ -12,6 +12,7 @@ from benchmarks.locomo.scoring import (
     percentile,
     porter_stem,
     says_not_mentioned,
+    spell_iso_dates,
     token_f1,
 )
 
@@ -78,3 +79,9 @@ def test_percentile_interpolates_like_numpy():
     assert percentile([3.0], 95) == 3.0
     assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
     assert percentile([float(x) for x in range(1, 101)], 95) == pytest.approx(95.05)
+
+
+def test_iso_dates_in_predictions_are_spelled_like_gold():
+    assert spell_iso_dates("on 2023-05-07.") == "on 7 May 2023."
+    assert spell_iso_dates("2023-13-01") == "2023-13-01"
+    assert answer_score("2023-05-07", "7 May 2023", "temporal") == 1.0

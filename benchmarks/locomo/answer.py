@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from .systems import Hit
@@ -26,12 +27,22 @@ Rules:
 - If the memories do not contain the answer, reply exactly: Not mentioned"""
 
 
+def long_day(iso_day: str | None) -> str:
+    """'2023-05-08' -> '8 May 2023 (Monday)', the style the gold answers use."""
+    if not iso_day:
+        return "unknown date"
+    try:
+        day = date.fromisoformat(iso_day[:10])
+    except ValueError:
+        return iso_day
+    return f"{day.day} {day:%B} {day.year} ({day:%A})"
+
+
 def render_memories(hits: Sequence[Hit]) -> str:
     if not hits:
         return "(no memories)"
     return "\n".join(
-        f"{i}. [{h.date or 'unknown date'}] {' '.join(h.text.split())}"
-        for i, h in enumerate(hits, start=1)
+        f"{i}. [{long_day(h.date)}] {' '.join(h.text.split())}" for i, h in enumerate(hits, start=1)
     )
 
 

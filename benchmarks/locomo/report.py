@@ -61,6 +61,7 @@ def markdown(report: dict[str, Any]) -> str:
         ("peak RSS (MiB)", "peak_rss_mib", 0),
         ("LLM server peak RSS (MiB)", "server_peak_rss_mib", 0),
         ("ingest wall time (s)", "ingest_s", 1),
+        ("load average (1 min) at ingest start / end", "loadavg_start_end", 0),
     ]
     lines = [
         f"# LoCoMo-format benchmark: {', '.join(names)}",
@@ -78,6 +79,9 @@ def markdown(report: dict[str, Any]) -> str:
                 value: Any = summary["f1_by_type"].get(key[1])
             elif isinstance(key, tuple):
                 value = " / ".join(str(summary[k]) for k in key)
+            elif key == "loadavg_start_end":
+                pair = summary.get(key) or [None, None]
+                value = " / ".join("—" if p is None else f"{p[0]:.1f}" for p in pair)
             elif key == "storage_bytes":
                 value = summary[key] / 1024.0
             else:

@@ -124,6 +124,7 @@ def peak_rss_mib() -> float:
 
 def retrieve(name: str, data: Path, cfg: dict[str, Any], workdir: Path) -> dict[str, Any]:
     samples = load_locomo(data)
+    load_start = load_average()
     started = time.perf_counter()
     system = build_system(name, workdir, cfg)
     system.warm_up()
@@ -170,6 +171,8 @@ def retrieve(name: str, data: Path, cfg: dict[str, Any], workdir: Path) -> dict[
         "memories": system.memory_count(),
         "storage_bytes": system.storage_bytes(),
         "peak_rss_mib": peak_rss_mib(),
+        "loadavg_start": load_start,
+        "loadavg_end": load_average(),
     }
     server = getattr(system, "server", None)
     if server is not None:
@@ -279,6 +282,7 @@ def summarize(retrieval: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str
         "server_peak_rss_mib": retrieval.get("server_peak_rss_mib"),
         "ingest_s": retrieval["ingest_s"],
         "setup_s": retrieval["setup_s"],
+        "loadavg_start_end": [retrieval.get("loadavg_start"), retrieval.get("loadavg_end")],
     }
 
 
@@ -395,7 +399,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--top-k", type=int, default=10)
     p.add_argument("--max-turns", type=int, help="ingest at most this many turns per sample")
     p.add_argument("--max-questions", type=int, help="at most this many questions per sample")
-    p.add_argument("--systems", default=",".join(SYSTEMS))
+    # run order: the peer first, so a failure to start it shows early
+    p.add_argument("--systems", default="mem0,offline_mem,naive")
     p.add_argument("--extractor", default=DEFAULT_MODEL, help="offline_mem's and Mem0's LLM")
     p.add_argument("--answer-model", default=DEFAULT_MODEL)
     p.add_argument("--threads", type=int, default=2)
@@ -488,6 +493,8 @@ def main(argv: list[str] | None = None) -> int:
             retrieval if "failed" in retrieval else score_system(retrieval, samples, cfg, answerer)
         )
     answerer.close()
+    order = sorted(results, key=lambda n: SYSTEMS.index(n) if n in SYSTEMS else len(SYSTEMS))
+    results = {n: results[n] for n in order}
     summaries = {n: r["summary"] for n, r in results.items() if "summary" in r}
     report = {
         "benchmark": "locomo-format side by side",

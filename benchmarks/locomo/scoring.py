@@ -23,6 +23,36 @@ _PUNCT = str.maketrans("", "", string.punctuation)
 NOT_MENTIONED_MARKERS = ("not mentioned", "no information available")
 
 
+_ISO_DAY = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+
+
+def spell_iso_dates(text: str) -> str:
+    """'2023-05-07' -> '7 May 2023' (the gold style), so a date's format is not scored as wrong.
+    Applied to predictions of every system alike, before the LoCoMo normalisation."""
+
+    def spell(match: re.Match[str]) -> str:
+        year, month, day = (int(g) for g in match.groups())
+        if not 1 <= month <= 12 or not 1 <= day <= 31:
+            return match.group(0)
+        return f"{day} {_MONTHS[month - 1]} {year}"
+
+    return _ISO_DAY.sub(spell, str(text))
+
+
 def normalize_answer(text: str) -> str:
     text = str(text).replace(",", "").lower().translate(_PUNCT)
     return " ".join(_ARTICLES.sub(" ", text).split())
@@ -72,6 +102,7 @@ def says_not_mentioned(answer: str) -> bool:
 
 
 def answer_score(prediction: str, gold: str, qtype: str) -> float:
+    prediction = spell_iso_dates(prediction)
     if qtype == "not_mentioned":
         return 1.0 if says_not_mentioned(prediction) else 0.0
     if qtype == "multi_hop":
