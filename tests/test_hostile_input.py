@@ -344,3 +344,81 @@ def test_dates_at_the_edges_of_the_calendar(memory: Memory) -> None:
                                                    infer=False))  # fmt: skip
         attempt(memory, lambda v=value: memory.add("edge2", user_id="u4", timestamp=v,
                                                    infer=False))  # fmt: skip
+
+
+# -- the CLI ------------------------------------------------------------------------------------
+# Every memory command that exists (add, search, list, get, update, delete, delete-all, history,
+# stats, verify, export) with hostile arguments: the exit code is 0, 1 (an OfflineMemError, one
+# line) or 2 (click's usage error); never an "unexpected" error or a traceback; a failing command
+# leaves the file as it was. Arguments may hold what a shell passes: any text, including lone
+# surrogates (undecodable bytes arrive as such), but never NUL.
+
+CLI_WORDS = ["u1", "{}", "[]", "null", '{"user_id": 1}', '{"OR": []}', "--help", "-", "2030-01-01"]
+cli_text = st.one_of(hostile_text, st.sampled_from(CLI_WORDS)).map(lambda t: t.replace("\x00", ""))
+cli_json = st.one_of(cli_text, json_values.map(lambda v: __import__("json").dumps(v)),
+                     filters.map(lambda v: __import__("json").dumps(v, default=str)))  # fmt: skip
+cli_scope = st.lists(st.tuples(st.sampled_from(["--user", "--agent", "--run"]),
+                               st.one_of(st.just("u1"), cli_text)), max_size=2)  # fmt: skip
+cli_command = st.one_of(
+    st.tuples(st.just(["add", "--no-infer"]), st.lists(cli_text, max_size=1)),
+    st.tuples(st.just(["add"]), st.lists(cli_text, max_size=1)),
+    st.tuples(st.just(["search"]), st.lists(cli_text, min_size=1, max_size=1)),
+    st.tuples(st.sampled_from([["list"], ["list", "--all", "--show-expired"]]), st.just([])),
+    st.tuples(st.sampled_from([["get"], ["delete"], ["history"], ["update"]]),
+              st.lists(cli_text, min_size=1, max_size=2)),
+    st.tuples(st.sampled_from([["delete-all", "-y"], ["stats"], ["verify"]]), st.just([])),
+)  # fmt: skip
+cli_options = st.lists(
+    st.one_of(
+        st.tuples(st.sampled_from(["--metadata", "--filters"]), cli_json),
+        st.tuples(st.sampled_from(["--expires", "-k", "-n", "--offset", "--threshold"]), cli_text),
+    ),
+    max_size=2,
+)
+
+
+@pytest.fixture(scope="module")
+def cli_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from offline_mem.cli import common
+
+    path = str(tmp_path_factory.mktemp("cli") / "memory.db")
+    saved = common.MODELS
+    common.MODELS = common.CliModels(
+        embedder=FakeEmbedder, extractor=lambda name: FakeExtractor(), entities=FakeEntities
+    )
+    with Memory({"path": path}, embedder=FakeEmbedder(), extractor=FakeExtractor(),
+                entities=FakeEntities()) as mem:  # fmt: skip
+        mem.add("I live in Lisbon", user_id="u1", infer=False)
+    try:
+        yield path
+    finally:
+        common.MODELS = saved
+
+
+@FUZZ
+@given(command=cli_command, scope=cli_scope, options=cli_options, as_json=st.booleans())
+def test_cli_commands(cli_file: str, command: Any, scope: Any, options: Any, as_json: bool):
+    from click.testing import CliRunner
+    from invariants import open_db
+
+    from offline_mem.cli import main
+
+    words, arguments = command
+    argv = ["--db", cli_file, *(["--json"] if as_json else []), *words]
+    argv += [x for pair in scope for x in pair] + [x for pair in options for x in pair]
+    argv += ["--", *arguments] if arguments else []
+    db = open_db(cli_file)
+    try:
+        before = table_dump(db)
+        result = CliRunner().invoke(main, argv, catch_exceptions=True)
+        output = result.output
+        assert result.exit_code in (0, 1, 2), (argv, output, result.exception)
+        if result.exception is not None:
+            assert isinstance(result.exception, SystemExit), (argv, repr(result.exception))
+        # the CLI's marker of an untyped error (see offline_mem/cli/__init__.py)
+        assert "error: unexpected" not in output and "Traceback" not in output, (argv, output)
+        if result.exit_code != 0:
+            assert table_dump(db) == before, argv
+        assert violations(db) == []
+    finally:
+        db.close()
