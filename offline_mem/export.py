@@ -253,14 +253,16 @@ def export_file(
     db: Database, out: IO[str], *, vectors: bool = False, progress: Progress | None = None
 ) -> dict[str, int]:
     """Write the export to `out`; returns the number of lines of each type written."""
-    written = dict.fromkeys(ORDER, 0)
-    for number, line in enumerate(export_lines(db, vectors=vectors)):
+    lines = export_lines(db, vectors=vectors)
+    header = next(lines)
+    out.write(header + "\n")
+    announced = json.loads(header)["counts"]
+    counts = {kind: int(announced[kind]) for kind in ORDER}
+    for line in lines:
         out.write(line + "\n")
-        if number:
-            written[json.loads(line)["type"]] += 1
-            if progress is not None:
-                progress(1)
-    return written
+        if progress is not None:
+            progress(1)
+    return counts
 
 
 # -- reading an export -------------------------------------------------------------------------
