@@ -120,6 +120,10 @@ class LlamaServer:
             str(self.port),
             "--verbose",
             "False",
+            # the server's default keeps logits for every token of the context (n_ctx x vocab
+            # floats, ~10 GB at 16384) for logprobs that Mem0 never asks for
+            "--logits_all",
+            "False",
         ]
         log = open(self.log_path or os.devnull, "ab")  # noqa: SIM115 - owned by the process
         self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
@@ -187,6 +191,12 @@ def mem0_config(
         },
         "history_db_path": str(workdir / "history.db"),
     }
+
+
+def patient_client(memory: Any, timeout_s: float = 3600.0) -> None:
+    """The openai client's defaults (600 s timeout, 2 retries) would resend a slow extraction to
+    a local server that is still computing the first one; wait instead, and never retry."""
+    memory.llm.client = memory.llm.client.with_options(timeout=timeout_s, max_retries=0)
 
 
 def prepare_environment(workdir: Path) -> None:

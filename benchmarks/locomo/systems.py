@@ -318,6 +318,7 @@ class Mem0System(System):
             callback=self._record,
         )
         self.memory = Mem0Memory.from_config(config)
+        mem0_peer.patient_client(self.memory)
         self.users: set[str] = set()
 
     def warm_up(self) -> None:
