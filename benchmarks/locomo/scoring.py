@@ -62,7 +62,7 @@ def _stemmer() -> tuple[str, Callable[[str], str]]:
     try:
         from nltk.stem import PorterStemmer
     except ImportError:
-        return "builtin-porter", porter_stem
+        return "builtin-porter", lambda word: porter_stem(word)  # defined below
     return "nltk-porter", PorterStemmer().stem
 
 
