@@ -1,0 +1,1 @@
+"""Issue 5 retrieval benchmarks: quality (dataset.py, run.py) and latency at scale (scale.py)."""
