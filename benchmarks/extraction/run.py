@@ -93,6 +93,7 @@ def quality(extractor: Extractor, folder: Path) -> dict[str, Any]:
         memories += len(texts)
         correct += sum(any(matches(t, f) for f in conv["facts"]) for t in texts)
         details.append({"id": conv["id"], "memories": texts})
+        print(conv["id"], texts, file=sys.stderr, flush=True)
         m.store.close()
     superseded, counted, past = 0, 0, {}
     for case in data["contradictions"]:
@@ -108,6 +109,7 @@ def quality(extractor: Extractor, folder: Path) -> dict[str, Any]:
         ok = old_gone and new_there and not old_left
         details.append({"id": case["id"], "ok": ok,
                         "memories": [(r["memory"], r["state"]) for r in rows]})  # fmt: skip
+        print(case["id"], ok, details[-1]["memories"], file=sys.stderr, flush=True)
         if "note" in case:
             past[case["id"]] = ok
         else:
@@ -135,6 +137,10 @@ def kv_benchmark(extractor: Extractor, folder: Path) -> dict[str, Any]:
         m.add(messages([["user", user], ["assistant", assistant]]), user_id="priya")
         latencies.append(time.perf_counter() - start)
         model_seconds += recording.outputs[-1].seconds
+        last = recording.outputs[-1]
+        print(f"add {len(latencies)}: {latencies[-1]:.2f}s model {last.seconds:.2f}s prompt "
+              f"{last.prompt_tokens} cached {last.cached_tokens} out {last.completion_tokens}",
+              file=sys.stderr, flush=True)  # fmt: skip
     prompt = sum(o.prompt_tokens for o in recording.outputs)
     cached = sum(o.cached_tokens for o in recording.outputs)
     total = sum(latencies)
