@@ -65,7 +65,15 @@ class Admission:
 
 
 def _clean_text(value: object) -> str:
-    return " ".join(value.split()) if isinstance(value, str) else ""
+    """Whitespace collapsed; text with no UTF-8 form (a lone surrogate from a JSON escape) or a
+    NUL is not a fact we can store, so it becomes empty and is dropped."""
+    if not isinstance(value, str) or "\x00" in value:
+        return ""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return ""
+    return " ".join(value.split())
 
 
 def _indexes(value: object) -> list[int]:

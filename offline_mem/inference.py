@@ -57,14 +57,9 @@ def existing_memories(
     order they were written (a stable order keeps more of the prompt in the KV cache)."""
     where = compile_filters({k: v for k, v in scope.as_dict().items() if v is not None})
     query = embedder.embed("\n".join(texts))
-    if hasattr(store, "vector_search"):
-        records = [
-            record for record, _ in store.vector_search(query, where, k=MAX_EXISTING, now=now)
-        ]
-    else:  # the store's hybrid-search interface
-        condition = store.search_filter(where, now=now)
-        hits = store.vector_candidates(query, where, condition, k=MAX_EXISTING)
-        records = list(store.records_by_rowid(list(hits)).values())
+    condition = store.search_filter(where, now=now)
+    hits = store.vector_candidates(query, where, condition, k=MAX_EXISTING)
+    records = list(store.records_by_rowid(list(hits)).values())
     return sorted(records, key=lambda r: (r.created_at, r.rowid))
 
 
