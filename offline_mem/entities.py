@@ -102,7 +102,9 @@ class SpacyEntities(EntityExtractor):
         if not texts:
             return []
         nlp = self._load()
-        return [_from_doc(doc) for doc in nlp.pipe(list(texts), batch_size=64)]
+        from .nlp import parse
+
+        return [_from_doc(doc) for doc in parse(nlp, texts)]
 
     def close(self) -> None:
         self._nlp = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +75,27 @@ def load_spacy(folder: Path) -> Any:
         return _PIPELINES[key]
 
 
+_DOCS: OrderedDict[tuple[int, str], Any] = OrderedDict()
+_DOCS_LOCK = threading.Lock()
+MAX_CACHED_DOCS = 4096
+
+
+def parse(nlp: Any, texts: Sequence[str], *, batch_size: int = 128) -> list[Any]:
+    """spaCy docs for the texts, parsed once: keyword analysis and entity extraction of the same
+    write (or query) ask for the same texts, and a small LRU cache serves the second ask."""
+    with _DOCS_LOCK:
+        missing = [t for t in dict.fromkeys(texts) if (id(nlp), t) not in _DOCS]
+        for text, doc in zip(missing, nlp.pipe(missing, batch_size=batch_size), strict=True):
+            _DOCS[(id(nlp), text)] = doc
+        docs = []
+        for text in texts:
+            _DOCS.move_to_end((id(nlp), text))
+            docs.append(_DOCS[(id(nlp), text)])
+        while len(_DOCS) > MAX_CACHED_DOCS:
+            _DOCS.popitem(last=False)
+        return docs
+
+
 class SpacyAnalyzer(TextAnalyzer):
     def __init__(self, folder: Path, *, batch_size: int = 128) -> None:
         self.folder = Path(folder)
@@ -83,7 +105,7 @@ class SpacyAnalyzer(TextAnalyzer):
         if not texts:
             return []
         nlp = load_spacy(self.folder)
-        return [_from_doc(doc) for doc in nlp.pipe(list(texts), batch_size=self.batch_size)]
+        return [_from_doc(doc) for doc in parse(nlp, texts, batch_size=self.batch_size)]
 
 
 def _from_doc(doc: Any) -> Analysis:
