@@ -72,7 +72,9 @@ def hybrid_search(
             else {}
         )
         known, entity_hits = (
-            store.entity_candidates(norms, condition) if "entity" in use else (set(), {})
+            store.entity_candidates(norms, request.where, condition)
+            if "entity" in use
+            else (set(), {})
         )
         best_entity = sorted(entity_hits, key=lambda r: (-entity_hits[r], r))[:n]
         candidates = set(cosine) | set(bm25) | set(best_entity)

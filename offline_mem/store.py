@@ -385,33 +385,64 @@ class Store:
     def vector_candidates(
         self, vector: np.ndarray, where: CompiledFilter, condition: tuple[str, list[Any]], *, k: int
     ) -> dict[int, float]:
-        """Exact KNN among the memories that pass the condition: the filter is applied inside the
-        KNN (`rowid IN (...)`), never to a global top-k. Returns rowid -> cosine similarity."""
+        """Exact top-k by cosine among the memories that pass the condition; never a global top-k
+        filtered afterwards. Returns rowid -> cosine similarity.
+
+        With a user_id, the KNN first runs over that user's partition alone and keeps the hits
+        that pass the condition; when that leaves fewer than k while the partition holds more,
+        the KNN runs again with the condition inside it (`rowid IN (...)`), which is exact for
+        any filter but costs more (measured: 16 ms vs 362 ms for a 10k scope in a 1M file)."""
         sql, params = condition
+        k = min(k, MAX_KNN)
+        blob = _vector_blob(vector)
+        user = where.scope.user_id
+        if user is not None:
+            fetch = min(MAX_KNN, max(2 * k, k + 32))
+            hits = self.db.query(
+                "SELECT rowid, distance FROM memory_vectors"
+                " WHERE embedding MATCH ? AND k = ? AND user_id = ? ORDER BY distance",
+                (blob, fetch, keyword_index.partition_of(user)),
+            )
+            allowed = self._passing([rowid for rowid, _ in hits], condition)
+            kept = [(rowid, distance) for rowid, distance in hits if rowid in allowed]
+            if len(kept) >= k or len(hits) < fetch:  # enough, or the partition is exhausted
+                return {int(rowid): 1.0 - float(d) for rowid, d in kept[:k]}
         partition_sql, partition_params = "", []
-        if where.scope.user_id is not None:
-            partition_sql, partition_params = " AND v.user_id = ?", [where.scope.user_id]
+        if user is not None:
+            partition_sql, partition_params = " AND v.user_id = ?", [user]
         hits = self.db.query(
             "SELECT v.rowid, v.distance FROM memory_vectors v"
             f" WHERE v.embedding MATCH ? AND k = ?{partition_sql}"
             f" AND v.rowid IN (SELECT m.rowid FROM memories m WHERE {sql})"
             " ORDER BY v.distance",
-            (_vector_blob(vector), min(k, MAX_KNN), *partition_params, *params),
+            (blob, k, *partition_params, *params),
         )
         return {int(rowid): 1.0 - float(distance) for rowid, distance in hits}
 
-    def vector_similarities(self, vector: np.ndarray, rowids: Sequence[int]) -> dict[int, float]:
-        """Cosine similarity of the query to the given memories' stored vectors."""
+    def _passing(self, rowids: Sequence[int], condition: tuple[str, list[Any]]) -> set[int]:
+        """Which of the rowids pass the condition (primary-key lookups)."""
         if not rowids:
-            return {}
+            return set()
+        sql, params = condition
         marks = ", ".join("?" for _ in rowids)
         rows = self.db.query(
-            f"SELECT rowid, embedding FROM memory_vectors WHERE rowid IN ({marks})", rowids
+            f"SELECT m.rowid FROM memories m WHERE m.rowid IN ({marks}) AND {sql}",
+            (*rowids, *params),
         )
+        return {int(row[0]) for row in rows}
+
+    def vector_similarities(self, vector: np.ndarray, rowids: Sequence[int]) -> dict[int, float]:
+        """Cosine similarity of the query to the given memories' stored vectors. One point lookup
+        per rowid: `rowid IN (...)` on the vec0 table scans every partition."""
         query = np.asarray(vector, dtype=np.float32)
-        return {
-            int(rowid): float(np.frombuffer(blob, dtype=np.float32) @ query) for rowid, blob in rows
-        }
+        found = {}
+        for rowid in rowids:
+            row = self.db.query_one(
+                "SELECT embedding FROM memory_vectors WHERE rowid = ?", (rowid,)
+            )
+            if row is not None:
+                found[int(rowid)] = float(np.frombuffer(row[0], dtype=np.float32) @ query)
+        return found
 
     def keyword_stats(
         self, terms: Sequence[str], where: CompiledFilter
@@ -439,20 +470,32 @@ class Store:
         return None if user is None else keyword_index.partition_of(user)
 
     def entity_candidates(
-        self, norms: Sequence[str], condition: tuple[str, list[Any]]
+        self, norms: Sequence[str], where: CompiledFilter, condition: tuple[str, list[Any]]
     ) -> tuple[set[str], dict[int, int]]:
         """Which of `norms` name entities linked to visible memories, and for each such memory
         how many of them it is linked to."""
         if not norms:
             return set(), {}
         sql, params = condition
+        # Entities are stored per scope key: look up only the keys of the memories the filter's
+        # ids select, through the (scope, norm) index, not the same name in every other scope.
+        scope_where, scope_params = _scope_match(where.scope, "")
+        scopes = [
+            row[0]
+            for row in self.db.query(
+                f"SELECT DISTINCT scope FROM memories WHERE {scope_where}", scope_params
+            )
+        ]
+        if not scopes:
+            return set(), {}
         marks = ", ".join("?" for _ in norms)
+        scope_marks = ", ".join("?" for _ in scopes)
         rows = self.db.query(
             "SELECT l.memory_rowid, e.norm FROM entities e "
             "JOIN entity_links l ON l.entity_rowid = e.rowid "
             "JOIN memories m ON m.rowid = l.memory_rowid "
-            f"WHERE e.norm IN ({marks}) AND {sql}",
-            (*norms, *params),
+            f"WHERE e.scope IN ({scope_marks}) AND e.norm IN ({marks}) AND {sql}",
+            (*scopes, *norms, *params),
         )
         known: set[str] = set()
         per_memory: dict[int, set[str]] = {}

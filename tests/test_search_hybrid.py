@@ -113,3 +113,29 @@ def test_weights_are_configurable_and_validated(db_path: str, embedder) -> None:
         assert top["score_details"]["semantic_weight"] == 0.0
     with pytest.raises(ValueError):
         Weights(0.5, 0.5, 0.5)
+
+
+@pytest.mark.parametrize("kind_count", [3, 150])
+def test_vector_knn_is_exact_under_selective_and_broad_filters(
+    memory: Memory, kind_count: int
+) -> None:
+    """The partition-first KNN and its fallback give the exact top-k among filtered memories."""
+    import numpy as np
+
+    texts = [f"note {i} about topic {i % 17} and colour {i % 5}" for i in range(300)]
+    for i, text in enumerate(texts):
+        add(memory, text, metadata={"kind": "x" if i < kind_count else "y"})
+    query = "topic 3 colour 2"
+    request = SearchRequest(
+        query=query, where=compile_filters({"user_id": "u1", "kind": "x"}), top_k=10,
+        threshold=None, signals=("semantic",),
+    )  # fmt: skip
+    got = [
+        r.text for r, _ in hybrid_search(memory.store, memory.embedder, memory.analyzer, request)
+    ]
+    pool = texts[:kind_count]
+    sims = memory.embedder.embed_batch(pool) @ memory.embedder.embed(query)
+    best = sorted(sims, reverse=True)[: min(10, kind_count)]
+    got_sims = sorted((float(sims[pool.index(t)]) for t in got), reverse=True)
+    assert len(got) == min(10, kind_count)
+    assert np.allclose(got_sims, best, atol=1e-5)  # ties may swap texts, never similarities

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.retrieval.dataset import KINDS, RetrievalSet, build  # noqa: E402
 from offline_mem import search as search_module  # noqa: E402
 from offline_mem.filters import compile_filters  # noqa: E402
-from offline_mem.keyword_index import okapi_idf  # noqa: E402
+from offline_mem.keyword_index import lucene_idf, okapi_idf  # noqa: E402
 from offline_mem.memory import Memory  # noqa: E402
 from offline_mem.model_files import model_identity  # noqa: E402
 from offline_mem.ranking import Ranked, Signals, Weights, score_and_rank  # noqa: E402
@@ -52,8 +52,9 @@ SIGNALS: dict[str, tuple[str, ...]] = {
 TOP_K = 10
 # Experimental keyword scales, re-ranked from captured signals (benchmark only):
 #   ideal_all_terms         query terms absent from the scope count in the ideal (idf of df 0)
+#   ideal_max_idf           the ideal is every query term matched as if it were in one memory
 #   keyword_times_semantic  keyword evidence scaled by the memory's cosine before the cap
-VARIANTS = ("ideal_all_terms", "keyword_times_semantic")
+VARIANTS = ("ideal_all_terms", "ideal_max_idf", "keyword_times_semantic")
 RECALL_AT = 5
 
 
@@ -65,6 +66,7 @@ class Captured:
     keyword_ideal: float = 0.0
     query_entities: int = 0
     ideal_all_terms: float = 0.0  # variant: absent query terms count in the ideal too
+    ideal_max_idf: float = 0.0  # variant: every query term at the idf of df = 1
 
 
 @contextmanager
@@ -162,6 +164,7 @@ def evaluate(
             search_s += time.perf_counter() - start
             if method == "hybrid":
                 captured[-1].ideal_all_terms = _ideal_all_terms(memory, query.text, request)
+                captured[-1].ideal_max_idf = _ideal_max_idf(memory, query.text, request)
             leaks += sum(1 for record, _ in hits if record.user_id != data.scope)
             found = [record.id for record, _ in hits]
             row[method] = {
@@ -187,6 +190,14 @@ def _ideal_all_terms(memory: Memory, text: str, request: SearchRequest) -> float
     return stats.ideal + len(missing) * okapi_idf(stats.docs, 0) if stats.docs else 0.0
 
 
+def _ideal_max_idf(memory: Memory, text: str, request: SearchRequest) -> float:
+    """The keyword scale if the ideal were every query term as rare as a term can be (df = 1),
+    so matching a common word earns only part of the keyword score."""
+    terms = set(memory.analyzer.analyze(text).terms)
+    stats = memory.store.keyword_stats(sorted(terms), request.where)
+    return len(terms) * lucene_idf(stats.docs, 1) if stats.docs else 0.0
+
+
 def _dataset_id(ids: dict[str, str], stored: str) -> str:
     for key, value in ids.items():
         if value == stored:
@@ -206,7 +217,10 @@ def rerank(
         if variant == "keyword_times_semantic":
             signals = [replace(c, bm25=(c.bm25 or 0.0) * max(0.0, min(1.0, c.cosine or 0.0)))
                        for c in signals]  # fmt: skip
-        ideal = cap.ideal_all_terms if variant == "ideal_all_terms" else cap.keyword_ideal
+        ideal = {
+            "ideal_all_terms": cap.ideal_all_terms,
+            "ideal_max_idf": cap.ideal_max_idf,
+        }.get(variant, cap.keyword_ideal)
         ranked = score_and_rank(
             signals,
             keyword_ideal=ideal,
