@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.retrieval.dataset import KINDS, RetrievalSet, build  # noqa: E402
 from offline_mem import search as search_module  # noqa: E402
 from offline_mem.filters import compile_filters  # noqa: E402
-from offline_mem.keyword_index import lucene_idf, okapi_idf  # noqa: E402
+from offline_mem.keyword_index import lucene_idf  # noqa: E402
 from offline_mem.memory import Memory  # noqa: E402
 from offline_mem.model_files import model_identity  # noqa: E402
 from offline_mem.ranking import Ranked, Signals, Weights, score_and_rank  # noqa: E402
@@ -51,10 +51,9 @@ SIGNALS: dict[str, tuple[str, ...]] = {
 }
 TOP_K = 10
 # Experimental keyword scales, re-ranked from captured signals (benchmark only):
-#   ideal_all_terms         query terms absent from the scope count in the ideal (idf of df 0)
 #   ideal_max_idf           the ideal is every query term matched as if it were in one memory
 #   keyword_times_semantic  keyword evidence scaled by the memory's cosine before the cap
-VARIANTS = ("ideal_all_terms", "ideal_max_idf", "keyword_times_semantic")
+VARIANTS = ("ideal_max_idf", "keyword_times_semantic")
 RECALL_AT = 5
 
 
@@ -65,7 +64,6 @@ class Captured:
     signals: list[Signals] = field(default_factory=list)
     keyword_ideal: float = 0.0
     query_entities: int = 0
-    ideal_all_terms: float = 0.0  # variant: absent query terms count in the ideal too
     ideal_max_idf: float = 0.0  # variant: every query term at the idf of df = 1
 
 
@@ -163,7 +161,6 @@ def evaluate(
                                      query_vector=vector, mentions=mentions)  # fmt: skip
             search_s += time.perf_counter() - start
             if method == "hybrid":
-                captured[-1].ideal_all_terms = _ideal_all_terms(memory, query.text, request)
                 captured[-1].ideal_max_idf = _ideal_max_idf(memory, query.text, request)
             leaks += sum(1 for record, _ in hits if record.user_id != data.scope)
             found = [record.id for record, _ in hits]
@@ -179,15 +176,6 @@ def evaluate(
         "results_from_other_scopes": leaks,
     }
     return rows, captured, timing
-
-
-def _ideal_all_terms(memory: Memory, text: str, request: SearchRequest) -> float:
-    """The keyword scale if query terms absent from the scope counted with the idf of df = 0
-    (experimental variant; the library drops them, so one matched common word can score 1)."""
-    terms = memory.analyzer.analyze(text).terms
-    stats = memory.store.keyword_stats(terms, request.where)
-    missing = set(terms) - set(stats.idf)
-    return stats.ideal + len(missing) * okapi_idf(stats.docs, 0) if stats.docs else 0.0
 
 
 def _ideal_max_idf(memory: Memory, text: str, request: SearchRequest) -> float:
@@ -217,10 +205,7 @@ def rerank(
         if variant == "keyword_times_semantic":
             signals = [replace(c, bm25=(c.bm25 or 0.0) * max(0.0, min(1.0, c.cosine or 0.0)))
                        for c in signals]  # fmt: skip
-        ideal = {
-            "ideal_all_terms": cap.ideal_all_terms,
-            "ideal_max_idf": cap.ideal_max_idf,
-        }.get(variant, cap.keyword_ideal)
+        ideal = cap.ideal_max_idf if variant == "ideal_max_idf" else cap.keyword_ideal
         ranked = score_and_rank(
             signals,
             keyword_ideal=ideal,
