@@ -19,9 +19,12 @@ from offline_mem.memory import Memory
 pytestmark = pytest.mark.real_model
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "extraction" / "run.py"
-RECALL_FLOOR = 0.0  # TODO: set from a clean run of benchmarks/extraction/run.py
-PRECISION_FLOOR = 0.0
-SUPERSEDED_FLOOR = 0
+# Measured 2026-11-29 (benchmarks/extraction/run.py --only quality, prompt facts-1): recall 0.941
+# (32/34), precision 0.722 (26/36), 4 of 8 contradictions superseded. One fact, two memories and
+# one supersession of margin for CPU-dependent float differences.
+RECALL_FLOOR = 0.91
+PRECISION_FLOOR = 0.66
+SUPERSEDED_FLOOR = 3
 
 
 @pytest.fixture(scope="session")
