@@ -35,6 +35,32 @@ def keyword_only_demo(memory: Memory) -> None:
     show(f"hybrid search({query!r}, explain=True)", brief(found, "score", "score_details"))
 
 
+def extraction_demo(memory: Memory) -> None:
+    """Facts extracted by the pinned GGUF, then a contradicting message supersedes one."""
+    scope = {"user_id": "joana"}
+    started = time.perf_counter()
+    first = memory.add(
+        [
+            {"role": "user", "content": "Hi, I'm Joana. I live in Lisbon and work as a nurse."},
+            {"role": "assistant", "content": "Nice to meet you, Joana!"},
+            {"role": "user", "content": "My dog is called Rex and I'm allergic to cats."},
+        ],
+        **scope,
+        timestamp="2026-03-02",
+    )
+    show(f"add(infer=True): {time.perf_counter() - started:.1f}s", brief(first, "event"))
+    started = time.perf_counter()
+    second = memory.add("I moved from Lisbon to Porto last month.", **scope, timestamp="2026-06-10")
+    show(
+        f"a contradicting message: {time.perf_counter() - started:.1f}s",
+        brief(second, "event", "supersedes", "superseded_by"),
+    )
+    everything = memory.get_all(filters=scope, include_superseded=True)
+    show("every memory of joana, with its state", brief(everything, "state", "superseded_by"))
+    hits = memory.search("where does Joana live?", filters=scope, top_k=2)
+    show("search('where does Joana live?') skips superseded memories", brief(hits, "score"))
+
+
 def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="offline_mem_demo_"))
     path = folder / "memory.db"
@@ -60,6 +86,7 @@ def main() -> None:
         keyword_only_demo(memory)
         others = memory.search("locker", filters={"user_id": "bob"})
         show("search as another user sees nothing", others["results"])
+        extraction_demo(memory)
     print(f"\nall state lives in one file: {path} ({path.stat().st_size:,} bytes)")
 
 
