@@ -38,6 +38,12 @@ NEAR_DUPLICATE_THRESHOLD = 0.95
 # least this similar; unrelated pairs score below 0.2, real replacements 0.35 and above.
 SUPERSEDE_MIN_SIMILARITY = 0.3
 
+# ...and it often names the wrong alias while meaning to supersede something (the demo: "User
+# moved from Lisbon to Porto" with supersedes [0] = "User is named Joana", when "User lives in
+# Lisbon" was memory 1). When every alias it names is rejected by the floor above, the shown
+# memory most similar to the new fact is superseded instead, if it is at least this similar.
+SUPERSEDE_RETARGET_SIMILARITY = 0.55
+
 ATTRIBUTIONS = ("user", "assistant")
 
 
@@ -139,6 +145,26 @@ class AdmissionContext:
     new_id: Callable[[], str] = lambda: str(uuid.uuid4())
 
 
+def _supersession_targets(
+    fact: Fact,
+    similar: np.ndarray,
+    shown: Sequence[MemoryRecord],
+    by_id: dict[str, int],
+    superseded: set[str],
+) -> list[str]:
+    """The shown memories a fact supersedes: those the model named that pass the similarity
+    floor; if it named some and none passed, the most similar shown memory above the retarget
+    threshold."""
+    named = [old for old in fact.supersedes if old not in superseded]
+    kept = [old for old in named if similar[by_id[old]] >= SUPERSEDE_MIN_SIMILARITY]
+    if kept or not named or not len(similar):
+        return kept
+    best = int(np.argmax(similar))
+    if similar[best] >= SUPERSEDE_RETARGET_SIMILARITY and shown[best].id not in superseded:
+        return [shown[best].id]
+    return []
+
+
 def admit(facts: Sequence[Fact], vectors: np.ndarray, ctx: AdmissionContext) -> Admission:
     """Decide which facts become memories; `vectors[i]` is the unit embedding of facts[i]."""
     out = Admission()
@@ -152,11 +178,7 @@ def admit(facts: Sequence[Fact], vectors: np.ndarray, ctx: AdmissionContext) -> 
             out.dropped.append((fact.text, "duplicate"))
             continue
         similar = _similarities(vector, ctx.shown_vectors)
-        replaces = [
-            old
-            for old in fact.supersedes
-            if old not in superseded and similar[by_id[old]] >= SUPERSEDE_MIN_SIMILARITY
-        ]
+        replaces = _supersession_targets(fact, similar, ctx.shown_memories, by_id, superseded)
         near = [
             ctx.shown_memories[i].id
             for i in np.flatnonzero(similar >= NEAR_DUPLICATE_THRESHOLD)

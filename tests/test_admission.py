@@ -122,3 +122,16 @@ def test_near_duplicates_are_dropped_unless_superseding():
 def test_empty_answer_admits_nothing():
     facts, out = run({"facts": []})
     assert facts == [] and out.memories == [] and out.results == []
+
+
+def test_a_wrong_alias_is_retargeted_to_the_most_similar_memory():
+    """The model meant to supersede (it named alias 1, the cat) but the fact is about Lisbon:
+    the most similar shown memory is superseded instead, when it is similar enough."""
+    _, out = run({"facts": [fact("User lives in Porto, not in Lisbon.", supersedes=[1])]})
+    assert out.memories[0].supersedes == ["mem-0"]
+    assert [r["event"] for r in out.results] == ["ADD", "SUPERSEDE"]
+
+
+def test_no_retarget_when_nothing_shown_is_similar_enough():
+    _, out = run({"facts": [fact("Congratulations on the new job!", supersedes=[1])]})
+    assert out.memories[0].supersedes == []
