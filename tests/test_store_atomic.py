@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from offline_mem import Memory
-from offline_mem.testing import FakeEmbedder
+from offline_mem.testing import FakeEmbedder, FakeExtractor, fact
 
 
 class InjectedFault(Exception):
@@ -52,6 +52,20 @@ def seed(memory: Memory) -> dict[str, str]:
     return {"lisbon": first["results"][0]["id"], "jazz": other["results"][0]["id"]}
 
 
+def add_inferred(memory: Memory, ids: dict[str, str]) -> Any:
+    """An extraction add that creates two facts and supersedes the Lisbon memory."""
+    assert isinstance(memory.extractor, FakeExtractor)
+    memory.extractor.script[:] = [
+        {
+            "facts": [
+                fact("User moved from Lisbon to Porto.", supersedes=[0]),
+                fact("User's locker number is 4417."),
+            ]
+        }
+    ]
+    return memory.add("I moved to Porto. My locker is 4417.", user_id="u1")
+
+
 WRITES: dict[str, Callable[[Memory, dict[str, str]], Any]] = {
     "add": lambda m, ids: m.add(
         [
@@ -61,6 +75,7 @@ WRITES: dict[str, Callable[[Memory, dict[str, str]], Any]] = {
         user_id="u1",
         infer=False,
     ),
+    "add_inferred": lambda m, ids: add_inferred(m, ids),
     "update_text": lambda m, ids: m.update(ids["lisbon"], "I live in Porto", metadata={"x": 1}),
     "update_expiry": lambda m, ids: m.update(ids["jazz"], expiration_date="2030-01-01"),
     "delete": lambda m, ids: m.delete(ids["lisbon"]),
@@ -73,12 +88,16 @@ WRITES: dict[str, Callable[[Memory, dict[str, str]], Any]] = {
 def test_failure_after_any_statement_changes_nothing(tmp_path, write: str) -> None:
     action = WRITES[write]
     # Count the statements of a successful run on an identical file.
-    with Memory({"path": str(tmp_path / "probe.db")}, embedder=FakeEmbedder()) as probe:
+    with Memory(
+        {"path": str(tmp_path / "probe.db")}, embedder=FakeEmbedder(), extractor=FakeExtractor()
+    ) as probe:
         probe_ids = seed(probe)
         total = count_statements(probe, lambda m: action(m, probe_ids))
     assert total >= 3, f"{write} ran only {total} statements"
 
-    with Memory({"path": str(tmp_path / "m.db")}, embedder=FakeEmbedder()) as memory:
+    with Memory(
+        {"path": str(tmp_path / "m.db")}, embedder=FakeEmbedder(), extractor=FakeExtractor()
+    ) as memory:
         ids = seed(memory)
         before = dump(memory)
         for fail_at in range(1, total + 1):
