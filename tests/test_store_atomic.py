@@ -58,12 +58,14 @@ def add_inferred(memory: Memory, ids: dict[str, str]) -> Any:
     memory.extractor.script[:] = [
         {
             "facts": [
-                fact("User moved from Lisbon to Porto.", supersedes=[0]),
+                fact("I live in Porto now, not in Lisbon", supersedes=[0, 1, 2]),
                 fact("User's locker number is 4417."),
             ]
         }
     ]
-    return memory.add("I moved to Porto. My locker is 4417.", user_id="u1")
+    result = memory.add("I moved to Porto. My locker is 4417.", user_id="u1")
+    assert [r["event"] for r in result["results"]] == ["ADD", "SUPERSEDE", "ADD"]
+    return result
 
 
 WRITES: dict[str, Callable[[Memory, dict[str, str]], Any]] = {
