@@ -1,0 +1,190 @@
+"""The reads behind hybrid search: one filter condition and the three signals' candidates.
+
+A mixin of `Store` (it uses `self.db`), kept apart from the write path. Every signal takes the
+same condition from `search_filter`, so filters, state and expiry behave identically for all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from . import keyword_index
+from .db import Database
+from .filters import CompiledFilter
+from .timeutil import unexpired_clause, utc_now
+from .validation import SCOPE_KEYS, Scope
+
+MAX_KNN = 4096  # sqlite-vec's largest k
+
+
+def vector_blob(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def scope_match(scope: Scope, alias: str) -> tuple[str, list[str]]:
+    prefix = f"{alias}." if alias else ""
+    parts, params = [], []
+    for key in SCOPE_KEYS:
+        value = getattr(scope, key)
+        if value is not None:
+            parts.append(f"{prefix}{key} = ?")
+            params.append(value)
+    return " AND ".join(parts), params
+
+
+class SearchSignals:
+    db: Database
+
+    def _visibility(
+        self, *, now: datetime, include_expired: bool, include_superseded: bool
+    ) -> tuple[str, list[Any]]:
+        parts, params = [], []
+        if not include_superseded:
+            parts.append("m.state = 'active'")
+        if not include_expired:
+            clause, clause_params = unexpired_clause("m.expiration_date", now)
+            parts.append(clause)
+            params += clause_params
+        return (" AND ".join(parts) or "1"), params
+
+    def search_filter(
+        self,
+        where: CompiledFilter,
+        *,
+        include_expired: bool = False,
+        include_superseded: bool = False,
+        now: datetime | None = None,
+    ) -> tuple[str, list[Any]]:
+        """The caller's filter plus visibility (state, expiry), as SQL over alias m. Every
+        signal of a search uses this same condition."""
+        visible, vparams = self._visibility(
+            now=now or utc_now(), include_expired=include_expired,
+            include_superseded=include_superseded,
+        )  # fmt: skip
+        return f"{where.sql} AND {visible}", [*where.params, *vparams]
+
+    def vector_candidates(
+        self, vector: np.ndarray, where: CompiledFilter, condition: tuple[str, list[Any]], *, k: int
+    ) -> dict[int, float]:
+        """Exact top-k by cosine among the memories that pass the condition; never a global top-k
+        filtered afterwards. Returns rowid -> cosine similarity.
+
+        With a user_id, the KNN first runs over that user's partition alone and keeps the hits
+        that pass the condition; when that leaves fewer than k while the partition holds more,
+        the KNN runs again with the condition inside it (`rowid IN (...)`), which is exact for
+        any filter but costs more (measured: 16 ms vs 362 ms for a 10k scope in a 1M file)."""
+        sql, params = condition
+        k = min(k, MAX_KNN)
+        blob = vector_blob(vector)
+        user = where.scope.user_id
+        if user is not None:
+            fetch = min(MAX_KNN, max(2 * k, k + 32))
+            hits = self.db.query(
+                "SELECT rowid, distance FROM memory_vectors"
+                " WHERE embedding MATCH ? AND k = ? AND user_id = ? ORDER BY distance",
+                (blob, fetch, keyword_index.partition_of(user)),
+            )
+            allowed = self._passing([rowid for rowid, _ in hits], condition)
+            kept = [(rowid, distance) for rowid, distance in hits if rowid in allowed]
+            if len(kept) >= k or len(hits) < fetch:  # enough, or the partition is exhausted
+                return {int(rowid): 1.0 - float(d) for rowid, d in kept[:k]}
+        partition_sql, partition_params = "", []
+        if user is not None:
+            partition_sql, partition_params = " AND v.user_id = ?", [user]
+        hits = self.db.query(
+            "SELECT v.rowid, v.distance FROM memory_vectors v"
+            f" WHERE v.embedding MATCH ? AND k = ?{partition_sql}"
+            f" AND v.rowid IN (SELECT m.rowid FROM memories m WHERE {sql})"
+            " ORDER BY v.distance",
+            (blob, k, *partition_params, *params),
+        )
+        return {int(rowid): 1.0 - float(distance) for rowid, distance in hits}
+
+    def _passing(self, rowids: Sequence[int], condition: tuple[str, list[Any]]) -> set[int]:
+        """Which of the rowids pass the condition (primary-key lookups)."""
+        if not rowids:
+            return set()
+        sql, params = condition
+        marks = ", ".join("?" for _ in rowids)
+        rows = self.db.query(
+            f"SELECT m.rowid FROM memories m WHERE m.rowid IN ({marks}) AND {sql}",
+            (*rowids, *params),
+        )
+        return {int(row[0]) for row in rows}
+
+    def vector_similarities(self, vector: np.ndarray, rowids: Sequence[int]) -> dict[int, float]:
+        """Cosine similarity of the query to the given memories' stored vectors. One point lookup
+        per rowid: `rowid IN (...)` on the vec0 table scans every partition."""
+        query = np.asarray(vector, dtype=np.float32)
+        found = {}
+        for rowid in rowids:
+            row = self.db.query_one(
+                "SELECT embedding FROM memory_vectors WHERE rowid = ?", (rowid,)
+            )
+            if row is not None:
+                found[int(rowid)] = float(np.frombuffer(row[0], dtype=np.float32) @ query)
+        return found
+
+    def keyword_stats(
+        self, terms: Sequence[str], where: CompiledFilter
+    ) -> keyword_index.QueryStats:
+        return keyword_index.query_stats(self.db, terms, self._keyword_partition(where))
+
+    def keyword_candidates(
+        self,
+        stats: keyword_index.QueryStats,
+        where: CompiledFilter,
+        condition: tuple[str, list[Any]],
+        *,
+        limit: int | None = None,
+        only_rowids: Sequence[int] | None = None,
+    ) -> dict[int, float]:
+        sql, params = condition
+        return keyword_index.bm25_scores(
+            self.db, stats, self._keyword_partition(where), sql, params,
+            limit=limit, only_rowids=only_rowids,
+        )  # fmt: skip
+
+    @staticmethod
+    def _keyword_partition(where: CompiledFilter) -> str | None:
+        user = where.scope.user_id
+        return None if user is None else keyword_index.partition_of(user)
+
+    def entity_candidates(
+        self, norms: Sequence[str], where: CompiledFilter, condition: tuple[str, list[Any]]
+    ) -> tuple[set[str], dict[int, int]]:
+        """Which of `norms` name entities linked to visible memories, and for each such memory
+        how many of them it is linked to."""
+        if not norms:
+            return set(), {}
+        sql, params = condition
+        # Entities are stored per scope key: look up only the keys of the memories the filter's
+        # ids select, through the (scope, norm) index, not the same name in every other scope.
+        scope_where, scope_params = scope_match(where.scope, "")
+        scopes = [
+            row[0]
+            for row in self.db.query(
+                f"SELECT DISTINCT scope FROM memories WHERE {scope_where}", scope_params
+            )
+        ]
+        if not scopes:
+            return set(), {}
+        marks = ", ".join("?" for _ in norms)
+        scope_marks = ", ".join("?" for _ in scopes)
+        rows = self.db.query(
+            "SELECT l.memory_rowid, e.norm FROM entities e "
+            "JOIN entity_links l ON l.entity_rowid = e.rowid "
+            "JOIN memories m ON m.rowid = l.memory_rowid "
+            f"WHERE e.scope IN ({scope_marks}) AND e.norm IN ({marks}) AND {sql}",
+            (*scopes, *norms, *params),
+        )
+        known: set[str] = set()
+        per_memory: dict[int, set[str]] = {}
+        for rowid, norm in rows:
+            known.add(norm)
+            per_memory.setdefault(int(rowid), set()).add(norm)
+        return known, {rowid: len(found) for rowid, found in per_memory.items()}
