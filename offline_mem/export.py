@@ -34,6 +34,7 @@ from .embedder import EmbedderIdentity
 from .errors import OfflineMemError, StoreError
 from .migrations import SCHEMA_VERSION
 from .store import Store, keyword_text
+from .store_messages import INDEX_STATE_KEY, is_indexed_message
 from .validation import Scope
 
 FORMAT = "offline_mem-export"
@@ -482,11 +483,28 @@ def import_data(
             progress(len(chunk))
     analyses = memory.analyzer.analyze_batch([keyword_text(r["text"]) for r in memories])
     terms = [a.terms for a in analyses]
+    message_vectors = _message_vectors(memory, data.rows["message"], batch_size)
     embedder_sha = None if same else target.sha256
     with memory._lock:
-        bulk_insert(memory.store, data, vectors, terms, embedder_sha256=embedder_sha)
+        bulk_insert(
+            memory.store, data, vectors, terms,
+            embedder_sha256=embedder_sha, message_vectors=message_vectors,
+        )  # fmt: skip
     counts = {kind: data.count(kind) for kind in ORDER}
     return ImportReport(counts=counts, reembedded=not reuse, embedder=target.name)
+
+
+def _message_vectors(
+    memory: Any, rows: list[dict[str, Any]], batch_size: int
+) -> dict[str, np.ndarray]:
+    """Vectors of the indexed messages, by message id (exports carry none for messages)."""
+    indexed = [r for r in rows if is_indexed_message(r["role"], r["content"])]
+    found: dict[str, np.ndarray] = {}
+    for start in range(0, len(indexed), batch_size):
+        chunk = indexed[start : start + batch_size]
+        vectors = memory.embedder.embed_batch([r["content"] for r in chunk])
+        found.update((r["id"], v) for r, v in zip(chunk, vectors, strict=True))
+    return found
 
 
 def _clashes(db: Database, table: str, ids: list[str]) -> list[str]:
@@ -505,11 +523,14 @@ def bulk_insert(
     terms: list[list[str]],
     *,
     embedder_sha256: str | None = None,
+    message_vectors: dict[str, np.ndarray] | None = None,
 ) -> None:
-    """Insert every row of `data` in ONE transaction, with the store's own SQL shapes: messages,
-    entities, memories with their vector, keyword, provenance and entity rows, then history.
-    `embedder_sha256`, when given, replaces each memory's pin (its vector was re-computed).
-    Refuses (and writes nothing) when an id already exists in the target."""
+    """Insert every row of `data` in ONE transaction, with the store's own SQL shapes: messages
+    with their vector, entities, memories with their vector, keyword, provenance and entity
+    rows, then history. `embedder_sha256`, when given, replaces each memory's pin (its vector
+    was re-computed). Messages without a vector leave the message index marked pending (the
+    next `Memory` to open the file fills it). Refuses (and writes nothing) when an id already
+    exists in the target."""
     db = store.db
     with store.atomic():
         for table, kind in (
@@ -524,6 +545,21 @@ def bulk_insert(
                     f"(e.g. {clash[0]}); import into a fresh file"
                 )
         seqs = _insert_messages(db, data.rows["message"])
+        vectors_of = message_vectors or {}
+        unindexed = False
+        for row in data.rows["message"]:
+            if not is_indexed_message(row["role"], row["content"]):
+                continue
+            if row["id"] in vectors_of:
+                store.insert_message_vector(seqs[row["id"]], row["user_id"], vectors_of[row["id"]])
+            else:
+                unindexed = True
+        if unindexed:
+            db.execute(
+                "INSERT INTO meta (key, value) VALUES (?, 'pending') "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (INDEX_STATE_KEY,),
+            )
         for row in data.rows["entity"]:
             db.execute(
                 "INSERT INTO entities (scope, name, norm, kind) VALUES (?, ?, ?, ?) "

@@ -4,8 +4,9 @@ Checks: SQLite's own integrity and foreign-key checks; every memory row (active 
 exactly one vector row and one keyword document in its user's partition; no vector, keyword,
 entity-link or provenance row points at a missing memory, message or entity; the keyword
 statistics (document lengths, document frequencies, partition totals) agree with the postings;
-every vector is unit-length; the schema version and the embedder pinned in `meta` match this
-offline_mem and the configured embedder, and every memory was written by the pinned embedder.
+every vector is unit-length; every indexed message has a vector; the schema version and the
+embedder pinned in `meta` match this offline_mem and the configured embedder, and every memory
+was written by the pinned embedder.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 from .db import Database
 from .embedder import EmbedderIdentity
 from .migrations import SCHEMA_VERSION
+from .store_messages import is_indexed_message
 
 MAX_LISTED = 20  # problems listed per check; the rest are counted
 
@@ -106,6 +108,42 @@ def _vectors(c: _Checker) -> None:
         if abs(norm - 1.0) > 1e-3:
             details.append(f"memory {mid}'s vector has length {norm:.4f}, not 1")
     c.problems("vectors", details)
+
+
+def _message_vectors(c: _Checker) -> None:
+    """Each indexed message has one unit vector in its user's partition (once the index is
+    complete), and no vector belongs to a missing or system message."""
+    state = c.db.query_one("SELECT value FROM meta WHERE key = 'message_vectors'")
+    complete = state is None or state[0] == "complete"
+    messages = {
+        int(seq): (mid, user or "", is_indexed_message(role, content))
+        for seq, mid, user, role, content in c.db.query(
+            "SELECT seq, id, user_id, role, content FROM messages"
+        )
+    }
+    details = []
+    seen = set()
+    for seq, user, blob in c.db.query("SELECT rowid, user_id, embedding FROM message_vectors"):
+        seq = int(seq)
+        seen.add(seq)
+        if seq not in messages:
+            details.append(f"message vector row {seq} belongs to no message (orphan)")
+            continue
+        mid, partition, indexed = messages[seq]
+        if not indexed:
+            details.append(f"message {mid} is a system or empty message but has a vector")
+        if user != partition:
+            details.append(f"message {mid}'s vector is in partition {user!r}, not {partition!r}")
+        norm = float(np.linalg.norm(np.frombuffer(bytes(blob), dtype=np.float32)))
+        if abs(norm - 1.0) > 1e-3:
+            details.append(f"message {mid}'s vector has length {norm:.4f}, not 1")
+    if complete:
+        details += [
+            f"message {mid} has no vector row (message_vectors)"
+            for seq, (mid, _, indexed) in messages.items()
+            if indexed and seq not in seen
+        ]
+    c.problems("message vectors", details)
 
 
 def _keyword_rows(c: _Checker) -> None:
@@ -232,6 +270,7 @@ def _models(c: _Checker, embedder: EmbedderIdentity | None) -> None:
 CHECKS: list[tuple[str, Callable[..., None]]] = [
     ("sqlite", _sqlite),
     ("vectors", _vectors),
+    ("message vectors", _message_vectors),
     ("keyword rows", _keyword_rows),
     ("keyword statistics", _keyword_stats),
     ("links", _links),

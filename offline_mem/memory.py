@@ -10,6 +10,7 @@ import hashlib
 import threading
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +26,7 @@ from .ranking import Weights
 from .records import AddPlan, MemoryRecord, NewMemory, NewMessage
 from .search import SearchRequest, hybrid_search
 from .store import Store, keyword_text
+from .store_messages import is_indexed_message
 from .timeutil import is_expired, iso, parse_datetime, parse_expiration, utc_now
 from .validation import (
     Message,
@@ -94,6 +96,7 @@ class Memory:
             self.path, embedder=self.embedder.identity, busy_timeout_ms=config.busy_timeout_ms
         )
         self._lock = threading.RLock()
+        self._index_pending_messages()
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Memory:
@@ -132,9 +135,44 @@ class Memory:
             memory.entities = list(found)
 
     def _apply(self, plan: AddPlan) -> None:
-        """Analyse what the plan lacks, then write it in one transaction."""
+        """Analyse and embed what the plan lacks, then write it in one transaction."""
         self._prepare(plan.memories)
+        plan.messages = self._embed_messages(plan.messages, plan.memories)
         self.store.apply_add(plan)
+
+    def _embed_messages(
+        self, messages: Sequence[NewMessage], memories: Sequence[NewMemory]
+    ) -> list[NewMessage]:
+        """Give every indexed message its vector; a raw add reuses its memory's (same text)."""
+        known = {m.text: m.vector for m in memories}
+        missing = sorted(
+            {
+                m.content
+                for m in messages
+                if m.vector is None
+                and is_indexed_message(m.role, m.content)
+                and m.content not in known
+            }
+        )
+        if missing:
+            known.update(zip(missing, self.embedder.embed_batch(missing), strict=True))
+        return [
+            replace(m, vector=known[m.content])
+            if m.vector is None and is_indexed_message(m.role, m.content)
+            else m
+            for m in messages
+        ]
+
+    def _index_pending_messages(self) -> None:
+        """Embed the messages of a file written before messages were indexed (or imported
+        without vectors); each batch is one transaction, so an interrupted run resumes."""
+        if self.store.message_index_complete():
+            return
+        with self._lock:
+            for batch in self.store.pending_message_batches():
+                vectors = self.embedder.embed_batch([content for _, _, content in batch])
+                self.store.index_message_vectors([(seq, user) for seq, user, _ in batch], vectors)
+            self.store.mark_message_index("complete")
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -416,6 +454,39 @@ class Memory:
             results.append(item)
         return {"results": results}
 
+    def search_messages(
+        self,
+        query: str,
+        *,
+        filters: dict[str, Any] | None = None,
+        top_k: int = 10,
+        threshold: float | None = None,
+        **unknown: Any,
+    ) -> dict[str, Any]:
+        """The stored messages (not memories) of a scope closest to `query`, best first.
+
+        Extraction can miss what a later question needs; the messages themselves stay
+        searchable. `filters` names the scope by `user_id`, `agent_id` and/or `run_id` (exact
+        values; messages carry no metadata). `score` is the cosine similarity of the query to
+        the message; `threshold` drops lower scores. Each result lists `memory_ids`, the
+        memories extracted from that message. System messages are not indexed."""
+        _reject_unknown("search_messages", unknown)
+        check_text(query, "query")
+        scope = _message_scope(filters)
+        limit = check_top_k(top_k)
+        floor = check_threshold(threshold)
+        vector = self.embedder.embed(query)
+        scored = self.store.message_candidates(vector, scope, k=limit)
+        if floor is not None:
+            scored = {seq: score for seq, score in scored.items() if score >= floor}
+        results = []
+        for hit in self.store.message_hits(scored):
+            item = hit.record.to_dict()
+            item["score"] = round(hit.score, 6)
+            item["memory_ids"] = list(hit.memory_ids)
+            results.append(item)
+        return {"results": results}
+
     def history(self, memory_id: str, **unknown: Any) -> list[dict[str, Any]]:
         """Every ADD/UPDATE/SUPERSEDE/DELETE of the memory, oldest first; kept after deletion."""
         _reject_unknown("history", unknown)
@@ -423,6 +494,19 @@ class Memory:
 
     def chat(self, query: str) -> Any:
         raise NotImplementedError("chat() is not part of the library API; see `offline-mem chat`")
+
+
+def _message_scope(filters: dict[str, Any] | None) -> Scope:
+    if not isinstance(filters, dict):
+        raise ValidationError(
+            "search_messages() needs filters naming the scope, e.g. filters={'user_id': 'alice'}"
+        )
+    extra = sorted(set(filters) - {"user_id", "agent_id", "run_id"})
+    if extra:
+        raise ValidationError(
+            f"search_messages() filters take only user_id, agent_id and run_id, not {extra}"
+        )
+    return make_scope(filters.get("user_id"), filters.get("agent_id"), filters.get("run_id"))
 
 
 def _in_scope(record: MemoryRecord, scope: Scope) -> bool:

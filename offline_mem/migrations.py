@@ -161,10 +161,28 @@ def _m001_core(db: Database, ctx: MigrationContext) -> None:
     db.execute("CREATE INDEX provenance_message ON provenance(message_seq)")
 
 
+def _m002_message_vectors(db: Database, ctx: MigrationContext) -> None:
+    # Every non-system message is embedded, so the text behind the facts stays retrievable
+    # (`Memory.search_messages`). rowid = messages.seq; partitioned by user_id like memories.
+    db.execute(
+        "CREATE VIRTUAL TABLE message_vectors USING vec0("
+        "user_id TEXT PARTITION KEY, "
+        f"embedding FLOAT[{int(ctx.dimension)}] distance_metric=cosine)"
+    )
+    # A file that already holds messages gets their vectors from `Memory` when it opens
+    # (migrations run no model); until then the flag says the index is incomplete.
+    has_messages = db.query_one("SELECT 1 FROM messages LIMIT 1") is not None
+    db.execute(
+        "INSERT INTO meta (key, value) VALUES ('message_vectors', ?)",
+        ("pending" if has_messages else "complete",),
+    )
+
+
 Migration = Callable[[Database, MigrationContext], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_core", _m001_core),
+    ("002_message_vectors", _m002_message_vectors),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

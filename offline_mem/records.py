@@ -151,6 +151,7 @@ class NewMessage:
     content: str
     name: str | None
     observed_at: str | None
+    vector: np.ndarray | None = None  # filled before the write for indexed (non-system) messages
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from .records import (
     MessageRecord,
     NewMemory,
 )
+from .store_messages import MessageIndex
 from .store_search import SearchSignals, scope_match, vector_blob
 from .timeutil import iso, utc_now
 from .validation import Scope
@@ -44,7 +45,7 @@ def _partition(user_id: str | None) -> str:
     return user_id or ""
 
 
-class Store(SearchSignals):
+class Store(SearchSignals, MessageIndex):
     def __init__(self, db: Database, embedder: EmbedderIdentity) -> None:
         self.db = db
         self.embedder = embedder
@@ -127,6 +128,8 @@ class Store(SearchSignals):
                  message.observed_at),
             )  # fmt: skip
             seqs.append(cursor.lastrowid)
+            if message.vector is not None:
+                self.insert_message_vector(cursor.lastrowid, plan.scope.user_id, message.vector)
         return seqs
 
     def _insert_memory(
@@ -307,6 +310,10 @@ class Store(SearchSignals):
                 )
             ]
             self._delete_rows(records, stamp)
+            seqs = [
+                row[0] for row in self.db.query(f"SELECT seq FROM messages WHERE {where}", params)
+            ]
+            self.delete_message_vectors(seqs)
             self.db.execute(f"DELETE FROM messages WHERE {where}", params)
         return len(records)
 
@@ -314,6 +321,7 @@ class Store(SearchSignals):
         """Remove every memory, message, entity and history row; the schema and meta stay."""
         with self.db.atomic():
             for table in ("provenance", "entity_links", "entities", "memory_vectors",
+                          "message_vectors",
                           "keyword_postings", "keyword_terms", "keyword_docs", "keyword_partitions",
                           "memories", "messages", "history"):  # fmt: skip
                 self.db.execute(f"DELETE FROM {table}")
@@ -410,9 +418,9 @@ class Store(SearchSignals):
         return {row[0] for row in rows}
 
     def counts(self) -> dict[str, int]:
-        tables = ("memories", "memory_vectors", "keyword_docs", "keyword_postings", "entities",
-                  "entity_links",
-                  "history", "messages", "provenance")  # fmt: skip
+        tables = ("memories", "memory_vectors", "message_vectors", "keyword_docs",
+                  "keyword_postings", "entities", "entity_links", "history", "messages",
+                  "provenance")  # fmt: skip
         return {t: self.db.query_one(f"SELECT count(*) FROM {t}")[0] for t in tables}
 
 

@@ -33,6 +33,28 @@ def _rows(db: Database, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[An
     return [tuple(row) for row in db.query(sql, params)]
 
 
+def _message_vector_violations(db: Database, found: list[str]) -> None:
+    """Every non-system, non-empty message has exactly one vector, in its user's partition;
+    no other message vector exists. (Written with the message, so no pending state here.)"""
+    messages = _rows(db, "SELECT seq, id, user_id, role, content FROM messages")
+    vectors = Counter()
+    partition_of: dict[int, str] = {}
+    for seq, partition in _rows(db, "SELECT rowid, user_id FROM message_vectors"):
+        vectors[seq] += 1
+        partition_of[seq] = partition
+    known = set()
+    for seq, mid, user, role, content in messages:
+        known.add(seq)
+        wanted = 1 if role != "system" and content.strip() else 0
+        if vectors[seq] != wanted:
+            found.append(f"message {mid} ({role}): {vectors[seq]} vector rows, expected {wanted}")
+        elif wanted and partition_of[seq] != (user or ""):
+            found.append(f"message {mid}: vector in partition {partition_of[seq]!r}")
+    orphans = sorted(set(vectors) - known)
+    if orphans:
+        found.append(f"orphan message vectors: {orphans[:5]}")
+
+
 def violations(db: Database) -> list[str]:
     """Every broken invariant of the file, as readable lines (empty when sound)."""
     found: list[str] = []
@@ -84,6 +106,7 @@ def violations(db: Database) -> list[str]:
             )
 
     expect_none("orphan vectors", sorted(set(vectors) - set(by_rowid)))
+    _message_vector_violations(db, found)
     expect_none("orphan keyword_docs", sorted(set(docs) - set(by_rowid)))
     expect_none(
         "orphan or misplaced postings",

@@ -1,0 +1,162 @@
+"""The message index: every non-system message's vector, so the text behind the facts stays
+retrievable (`Memory.search_messages`).
+
+A mixin of `Store` (it uses `self.db`). Vectors live in `message_vectors` (rowid = messages.seq,
+partitioned by user_id as the memories' are) and are written in the same transaction as their
+message. Files created before the index existed are filled by `Memory` when it opens
+(`pending_message_batches` / `index_message_vectors`), tracked by meta `message_vectors`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import keyword_index
+from .db import Database
+from .records import MessageRecord
+from .store_search import MAX_KNN, scope_match, vector_blob
+from .validation import Scope
+
+INDEX_STATE_KEY = "message_vectors"  # meta key: "complete" or "pending"
+
+
+def is_indexed_message(role: str, content: str) -> bool:
+    """System messages are instructions, not conversation: they are kept but not indexed."""
+    return role != "system" and bool(content.strip())
+
+
+@dataclass(frozen=True)
+class MessageHit:
+    record: MessageRecord
+    score: float  # cosine similarity of the query to the message, in [-1, 1]
+    memory_ids: tuple[str, ...]  # the memories that cite this message as a source
+
+
+class MessageIndex:
+    db: Database
+
+    def insert_message_vector(self, seq: int, user_id: str | None, vector: np.ndarray) -> None:
+        """Call inside the transaction that inserts the message."""
+        self.db.execute(
+            "INSERT INTO message_vectors (rowid, user_id, embedding) VALUES (?, ?, ?)",
+            (seq, keyword_index.partition_of(user_id), vector_blob(vector)),
+        )
+
+    def delete_message_vectors(self, seqs: Sequence[int]) -> None:
+        """Point deletes: `rowid IN (...)` on a vec0 table scans every partition."""
+        self.db.executemany("DELETE FROM message_vectors WHERE rowid = ?", [(s,) for s in seqs])
+
+    # -- filling a file written before the index existed --------------------------------------
+
+    def message_index_complete(self) -> bool:
+        row = self.db.query_one("SELECT value FROM meta WHERE key = ?", (INDEX_STATE_KEY,))
+        return row is None or row[0] == "complete"
+
+    def pending_message_batches(
+        self, batch_size: int = 256
+    ) -> Iterator[list[tuple[int, str | None, str]]]:
+        """(seq, user_id, content) of indexable messages without a vector, in batches."""
+        after = 0
+        while True:
+            rows = self.db.query(
+                "SELECT seq, user_id, role, content FROM messages WHERE seq > ? "
+                "ORDER BY seq LIMIT ?",
+                (after, batch_size),
+            )
+            if not rows:
+                return
+            after = int(rows[-1][0])
+            batch = [
+                (int(seq), user, content)
+                for seq, user, role, content in rows
+                if is_indexed_message(role, content)
+                and self.db.query_one("SELECT 1 FROM message_vectors WHERE rowid = ?", (seq,))
+                is None
+            ]
+            if batch:
+                yield batch
+
+    def index_message_vectors(
+        self, rows: Sequence[tuple[int, str | None]], vectors: Sequence[np.ndarray]
+    ) -> None:
+        """Add vectors for existing messages, in one transaction."""
+        with self.db.atomic():
+            for (seq, user_id), vector in zip(rows, vectors, strict=True):
+                exists = self.db.query_one("SELECT 1 FROM messages WHERE seq = ?", (seq,))
+                if exists is not None:
+                    self.insert_message_vector(seq, user_id, vector)
+
+    def mark_message_index(self, state: str) -> None:
+        with self.db.atomic():
+            self.db.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (INDEX_STATE_KEY, state),
+            )
+
+    # -- search -------------------------------------------------------------------------------
+
+    def message_candidates(self, vector: np.ndarray, scope: Scope, *, k: int) -> dict[int, float]:
+        """Exact top-k messages of the scope by cosine: seq -> similarity. As for memories, the
+        KNN runs over the user's partition first and falls back to a KNN with the scope
+        condition inside it when agent/run ids leave fewer than k hits."""
+        k = min(k, MAX_KNN)
+        blob = vector_blob(vector)
+        where, params = scope_match(scope, "")
+        if scope.user_id is not None:
+            fetch = min(MAX_KNN, max(2 * k, k + 32))
+            hits = self.db.query(
+                "SELECT rowid, distance FROM message_vectors"
+                " WHERE embedding MATCH ? AND k = ? AND user_id = ? ORDER BY distance",
+                (blob, fetch, keyword_index.partition_of(scope.user_id)),
+            )
+            allowed = self._messages_in_scope([int(r) for r, _ in hits], where, params)
+            kept = [(int(r), d) for r, d in hits if int(r) in allowed]
+            if len(kept) >= k or len(hits) < fetch:
+                return {seq: 1.0 - float(d) for seq, d in kept[:k]}
+        partition_sql, partition_params = "", []
+        if scope.user_id is not None:
+            partition_sql = " AND v.user_id = ?"
+            partition_params = [keyword_index.partition_of(scope.user_id)]
+        hits = self.db.query(
+            "SELECT v.rowid, v.distance FROM message_vectors v"
+            f" WHERE v.embedding MATCH ? AND k = ?{partition_sql}"
+            f" AND v.rowid IN (SELECT seq FROM messages WHERE {where})"
+            " ORDER BY v.distance",
+            (blob, k, *partition_params, *params),
+        )
+        return {int(seq): 1.0 - float(d) for seq, d in hits}
+
+    def _messages_in_scope(self, seqs: Sequence[int], where: str, params: list[str]) -> set[int]:
+        if not seqs:
+            return set()
+        marks = ", ".join("?" for _ in seqs)
+        rows = self.db.query(
+            f"SELECT seq FROM messages WHERE seq IN ({marks}) AND {where}", (*seqs, *params)
+        )
+        return {int(row[0]) for row in rows}
+
+    def message_hits(self, scored: dict[int, float]) -> list[MessageHit]:
+        """The messages with their scores and citing memories, best first (ties: newest)."""
+        if not scored:
+            return []
+        seqs = list(scored)
+        marks = ", ".join("?" for _ in seqs)
+        records = {
+            int(row[0]): MessageRecord(*row)
+            for row in self.db.query(
+                f"SELECT {MessageRecord.COLUMNS} FROM messages WHERE seq IN ({marks})", seqs
+            )
+        }
+        cited: dict[int, list[str]] = {}
+        for seq, memory_id in self.db.query(
+            "SELECT p.message_seq, m.id FROM provenance p JOIN memories m "
+            f"ON m.rowid = p.memory_rowid WHERE p.message_seq IN ({marks}) ORDER BY m.rowid",
+            seqs,
+        ):
+            cited.setdefault(int(seq), []).append(memory_id)
+        order = sorted(records, key=lambda seq: (-scored[seq], -seq))
+        return [MessageHit(records[seq], scored[seq], tuple(cited.get(seq, ()))) for seq in order]

@@ -1,0 +1,149 @@
+"""search_messages: every non-system message is embedded with its write, and stays searchable
+even when extraction kept nothing from it. Fake models; the real embedder has its own tests."""
+
+from __future__ import annotations
+
+import pytest
+from invariants import violations
+
+from offline_mem import Memory, ValidationError
+from offline_mem.db import Database
+from offline_mem.export import export_lines, import_data, read_export
+from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, fact
+
+
+def open_memory(path, *script) -> Memory:
+    return Memory({"path": str(path)}, embedder=FakeEmbedder(),
+                  extractor=FakeExtractor(*script), entities=FakeEntities())  # fmt: skip
+
+
+def contents(result) -> list[str]:
+    return [item["content"] for item in result["results"]]
+
+
+def test_a_message_extraction_skipped_is_still_found(tmp_path):
+    m = open_memory(tmp_path / "m.db", {"facts": [fact("User lives in Lisbon.")]}, {"facts": []})
+    first = m.add([{"role": "user", "content": "I live in Lisbon."}], user_id="u1")
+    m.add(
+        [{"role": "user", "content": "My locker code is 4417 at the gym."},
+         {"role": "assistant", "content": "Noted."}],
+        user_id="u1", timestamp="2024-03-01T10:00:00",
+    )  # fmt: skip
+    found = m.search_messages("locker code gym", filters={"user_id": "u1"}, top_k=1)
+    assert contents(found) == ["My locker code is 4417 at the gym."]
+    hit = found["results"][0]
+    assert hit["role"] == "user"
+    assert hit["observed_at"].startswith("2024-03-01")
+    assert hit["memory_ids"] == []  # no fact came from it
+    lisbon = m.search_messages("live in Lisbon", filters={"user_id": "u1"}, top_k=1)
+    assert lisbon["results"][0]["memory_ids"] == [first["results"][0]["id"]]
+    assert 0.0 < lisbon["results"][0]["score"] <= 1.0
+    assert violations(m.store.db) == []
+
+
+def test_scopes_are_isolated_and_agent_ids_narrow(tmp_path):
+    m = open_memory(tmp_path / "m.db")
+    m.add("The blue door is mine", user_id="u1", infer=False)
+    m.add("The blue door is hers", user_id="u2", infer=False)
+    # many messages of another agent in u1's partition: the filtered KNN must still find a1's
+    for i in range(60):
+        m.add(f"blue door number {i}", user_id="u1", agent_id="other", infer=False)
+    m.add("A blue door for the agent", user_id="u1", agent_id="a1", infer=False)
+    assert "The blue door is hers" not in contents(
+        m.search_messages("blue door", filters={"user_id": "u1"}, top_k=100)
+    )
+    narrowed = m.search_messages("blue door", filters={"user_id": "u1", "agent_id": "a1"})
+    assert contents(narrowed) == ["A blue door for the agent"]
+    by_agent = m.search_messages("blue door", filters={"agent_id": "a1"})
+    assert contents(by_agent) == ["A blue door for the agent"]
+    assert len(m.search_messages("door", filters={"user_id": "u1"}, top_k=5)["results"]) == 5
+
+
+def test_system_messages_are_kept_but_not_indexed(tmp_path):
+    m = open_memory(tmp_path / "m.db")
+    m.add([{"role": "system", "content": "Speak like a pirate about treasure"},
+           {"role": "user", "content": "I had toast for breakfast"}],
+          user_id="u1", infer=False)  # fmt: skip
+    found = m.search_messages("pirate treasure", filters={"user_id": "u1"})
+    assert contents(found) == ["I had toast for breakfast"]
+    assert m.store.counts()["messages"] == 2
+    assert m.store.counts()["message_vectors"] == 1
+
+
+def test_threshold_top_k_and_bad_filters(tmp_path):
+    m = open_memory(tmp_path / "m.db")
+    m.add("I collect vintage stamps", user_id="u1", infer=False)
+    m.add("Completely unrelated words here", user_id="u1", infer=False)
+    strict = m.search_messages(
+        "I collect vintage stamps", filters={"user_id": "u1"}, threshold=0.99
+    )
+    assert contents(strict) == ["I collect vintage stamps"]
+    assert len(m.search_messages("x", filters={"user_id": "u1"}, top_k=1)["results"]) == 1
+    with pytest.raises(ValidationError, match="only user_id"):
+        m.search_messages("x", filters={"user_id": "u1", "category": "a"})
+    with pytest.raises(ValidationError):
+        m.search_messages("x", filters=None)
+    with pytest.raises(ValidationError):
+        m.search_messages("x", filters={"user_id": "u1"}, top_k=0)
+    with pytest.raises(ValidationError):
+        m.search_messages("x", filters={"user_id": "u1"}, threshold=2)
+    with pytest.raises(ValidationError):
+        m.search_messages("x", user_id="u1")
+
+
+def test_raw_add_embeds_each_text_once(tmp_path):
+    embedder = FakeEmbedder()
+    m = Memory({"path": str(tmp_path / "m.db")}, embedder=embedder, entities=FakeEntities())
+    embedder.calls.clear()
+    m.add([{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}],
+          user_id="u1", infer=False)  # fmt: skip
+    assert embedder.calls == [["one", "two"]]
+
+
+def test_delete_all_and_reset_remove_message_vectors(tmp_path):
+    m = open_memory(tmp_path / "m.db")
+    m.add("keep me", user_id="u2", infer=False)
+    m.add("drop me", user_id="u1", infer=False)
+    m.delete_all(user_id="u1")
+    assert m.store.counts()["message_vectors"] == 1
+    assert m.search_messages("drop me", filters={"user_id": "u1"})["results"] == []
+    assert violations(m.store.db) == []
+    m.reset()
+    assert m.store.counts()["message_vectors"] == 0
+
+
+def test_a_file_from_before_the_index_is_filled_when_opened(tmp_path):
+    path = tmp_path / "old.db"
+    m = open_memory(path)
+    m.add([{"role": "user", "content": "I play the cello"},
+           {"role": "system", "content": "be brief"}], user_id="u1", infer=False)  # fmt: skip
+    m.close()
+    # Turn the file back into what schema 1 wrote: no message index, no migration 002.
+    db = Database(str(path))
+    with db.atomic():
+        db.execute("DROP TABLE message_vectors")
+        db.execute("DELETE FROM migrations WHERE name = '002_message_vectors'")
+        db.execute("DELETE FROM meta WHERE key = 'message_vectors'")
+        db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    db.close()
+    reopened = open_memory(path)
+    assert reopened.store.meta()["message_vectors"] == "complete"
+    assert reopened.store.meta()["schema_version"] == "2"
+    assert contents(reopened.search_messages("cello", filters={"user_id": "u1"})) == [
+        "I play the cello"
+    ]
+    assert violations(reopened.store.db) == []
+
+
+def test_an_imported_file_has_its_messages_indexed(tmp_path):
+    source = open_memory(tmp_path / "a.db", {"facts": [fact("User owns a red kayak.")]})
+    source.add([{"role": "user", "content": "I bought a red kayak"},
+                {"role": "assistant", "content": "Enjoy paddling!"}], user_id="u1")  # fmt: skip
+    lines = list(export_lines(source.store.db))
+    target = open_memory(tmp_path / "b.db")
+    import_data(target, read_export(lines))
+    found = target.search_messages("paddling", filters={"user_id": "u1"}, top_k=1)
+    assert contents(found) == ["Enjoy paddling!"]
+    kayak = target.search_messages("red kayak", filters={"user_id": "u1"}, top_k=1)
+    assert len(kayak["results"][0]["memory_ids"]) == 1
+    assert violations(target.store.db) == []
