@@ -104,3 +104,34 @@ class SentenceTransformerEmbedder(Embedder):
 
     def close(self) -> None:
         self._model = None
+
+
+class QueryVectorCache(Embedder):
+    """Wraps an embedder and remembers the vectors of the last few single texts embedded, so a
+    query searched for memories and then for messages is embedded once. Batches pass through."""
+
+    def __init__(self, inner: Embedder, size: int = 64) -> None:
+        from collections import OrderedDict
+
+        self.inner = inner
+        self.identity = inner.identity
+        self.size = size
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        return self.inner.embed_batch(texts)
+
+    def embed(self, text: str) -> np.ndarray:
+        with self._lock:
+            found = self._vectors.get(text)
+            if found is not None:
+                self._vectors.move_to_end(text)
+                return found
+        vector = np.array(self.inner.embed(text), dtype=np.float32)
+        vector.flags.writeable = False  # shared by every caller that asks for this text
+        with self._lock:
+            self._vectors[text] = vector
+            while len(self._vectors) > self.size:
+                self._vectors.popitem(last=False)
+        return vector

@@ -16,7 +16,7 @@ from typing import Any
 
 from . import inference
 from .config import MemoryConfig, resolve_db_path, resolve_models_dir
-from .embedder import Embedder
+from .embedder import Embedder, QueryVectorCache
 from .entities import EntityExtractor, NoEntities, SpacyEntities
 from .errors import MemoryNotFoundError, ModelError, ValidationError
 from .extractor import Extractor, LlamaExtractor
@@ -80,6 +80,7 @@ class Memory:
         self.path = resolve_db_path(config)
         self.models_dir = resolve_models_dir(config.models_dir)
         self.embedder = embedder or self._load_embedder()
+        self._query_embedder = QueryVectorCache(self.embedder)  # shared by the two searches
         self.analyzer = analyzer or self._load_analyzer()
         # Both load their model lazily, on first use, and keep it for the life of the Memory.
         self.extractor = extractor or LlamaExtractor(
@@ -440,7 +441,9 @@ class Memory:
             weights=self.weights,
         )
         mentions = self.entities.extract(query)
-        hits = hybrid_search(self.store, self.embedder, self.analyzer, request, mentions=mentions)
+        hits = hybrid_search(
+            self.store, self._query_embedder, self.analyzer, request, mentions=mentions
+        )
         now = utc_now()
         results = []
         for record, ranked in hits:
@@ -475,7 +478,7 @@ class Memory:
         scope = _message_scope(filters)
         limit = check_top_k(top_k)
         floor = check_threshold(threshold)
-        vector = self.embedder.embed(query)
+        vector = self._query_embedder.embed(query)
         scored = self.store.message_candidates(vector, scope, k=limit)
         if floor is not None:
             scored = {seq: score for seq, score in scored.items() if score >= floor}

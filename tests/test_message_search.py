@@ -147,3 +147,15 @@ def test_an_imported_file_has_its_messages_indexed(tmp_path):
     kayak = target.search_messages("red kayak", filters={"user_id": "u1"}, top_k=1)
     assert len(kayak["results"][0]["memory_ids"]) == 1
     assert violations(target.store.db) == []
+
+
+def test_a_query_searched_twice_is_embedded_once(tmp_path):
+    embedder = FakeEmbedder()
+    m = Memory({"path": str(tmp_path / "m.db")}, embedder=embedder, entities=FakeEntities())
+    m.add("I swim on Mondays", user_id="u1", infer=False)
+    embedder.calls.clear()
+    memories = m.search("when do I swim", filters={"user_id": "u1"})
+    messages = m.search_messages("when do I swim", filters={"user_id": "u1"})
+    assert embedder.calls == [["when do I swim"]]
+    assert [r["memory"] for r in memories["results"]] == ["I swim on Mondays"]
+    assert contents(messages) == ["I swim on Mondays"]

@@ -403,7 +403,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--systems", default="mem0,offline_mem,naive")
     p.add_argument("--extractor", default=DEFAULT_MODEL, help="offline_mem's and Mem0's LLM")
     p.add_argument("--answer-model", default=DEFAULT_MODEL)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1)
     p.add_argument("--peer-n-ctx", type=int, default=16384)
     p.add_argument("--name", default="default", help="results file stem suffix")
     p.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "results")

@@ -4,8 +4,10 @@ Every system receives the same chunks (the same turns, roles, speaker names and 
 and returns, for each retrieved memory, its text, a date to show the answer model and the dia_ids
 of the turns it came from (provenance, for evidence recall):
 
-    offline_mem  Memory.add(infer=True, timestamp=session date); search(include_sources=True):
-                 each memory's source messages map back to dia_ids by their exact content
+    offline_mem  Memory.add(infer=True, timestamp=session date); top-k of the facts
+                 (search(include_sources=True)) and the stored turns (search_messages) fused by
+                 reciprocal rank; each memory's source messages map back to dia_ids by their
+                 exact content
     naive        every turn stored verbatim ("Speaker: text"), top-k by cosine of the pinned
                  embedder's vectors; no model at write time
     mem0         Mem0 2.2.1 local (see mem0_peer.py); Mem0 keeps no per-memory provenance, so
@@ -191,20 +193,28 @@ class OfflineMemSystem(System):
         return summarize_calls(outcome, self.log.since(start_call))
 
     def search(self, user_id: str, query: str, top_k: int) -> list[Hit]:
-        found = self.memory.search(
-            query, filters={"user_id": user_id}, top_k=top_k, include_sources=True
-        )
-        hits = []
+        """The top-k of two rankings fused: extracted facts (hybrid search) and the stored
+        messages themselves (search_messages), by reciprocal rank fusion, so a turn that
+        extraction missed still reaches the answer model. The query is embedded once."""
+        scope = {"user_id": user_id}
+        found = self.memory.search(query, filters=scope, top_k=top_k, include_sources=True)
+        messages = self.memory.search_messages(query, filters=scope, top_k=top_k)
         index = self.by_content[user_id]
+        facts = []
         for item in found["results"]:
             ids: set[str] = set()
             for source in item.get("sources", []):
                 ids |= index.get(source.get("content", ""), set())
-            observed = item.get("observed_at") or item.get("created_at")
-            hits.append(
-                Hit(item["memory"], observed[:10] if observed else None, tuple(sorted(ids)))
+            facts.append(Hit(item["memory"], _observed_day(item), tuple(sorted(ids))))
+        turns = [
+            Hit(
+                f"{item['name']}: {item['content']}" if item.get("name") else item["content"],
+                _observed_day(item),
+                tuple(sorted(index.get(item["content"], set()))),
             )
-        return hits
+            for item in messages["results"]
+        ]
+        return reciprocal_rank_fusion([facts, turns], top_k)
 
     def warm_up(self) -> None:
         self.memory.search("warm up", filters={"user_id": "warm-up"}, top_k=1)
@@ -224,6 +234,34 @@ class OfflineMemSystem(System):
 
     def close(self) -> None:
         self.memory.close()
+
+
+def _observed_day(item: dict[str, Any]) -> str | None:
+    observed = item.get("observed_at") or item.get("created_at")
+    return observed[:10] if observed else None
+
+
+RRF_K = 60  # the constant of Cormack et al. (2009); it damps the weight of the first ranks
+
+
+def reciprocal_rank_fusion(rankings: list[list[Hit]], top_k: int) -> list[Hit]:
+    """Fuse ranked lists by sum of 1 / (RRF_K + rank); ties keep the earlier list first. The
+    same text in two lists is one hit (its provenance merged)."""
+    scores: dict[str, float] = {}
+    merged: dict[str, Hit] = {}
+    order: dict[str, tuple[int, int]] = {}
+    for list_number, ranking in enumerate(rankings):
+        for rank, hit in enumerate(ranking, start=1):
+            key = " ".join(hit.text.split()).lower()
+            scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank)
+            order.setdefault(key, (rank, list_number))
+            if key in merged:
+                ids = tuple(sorted(set(merged[key].dia_ids) | set(hit.dia_ids)))
+                merged[key] = Hit(merged[key].text, merged[key].date, ids)
+            else:
+                merged[key] = hit
+    best = sorted(scores, key=lambda key: (-scores[key], order[key]))
+    return [merged[key] for key in best[:top_k]]
 
 
 # -- naive ------------------------------------------------------------------------------------
