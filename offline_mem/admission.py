@@ -69,6 +69,18 @@ class Admission:
     results: list[dict[str, Any]] = field(default_factory=list)
     dropped: list[tuple[str, str]] = field(default_factory=list)  # (text, reason)
 
+    def record_supersession(self, index: int, old: MemoryRecord) -> None:
+        """memories[index] supersedes `old`: mark it, and add the SUPERSEDE row after the
+        memory's ADD row, with the ADD row listing it (the shape `admit` produces)."""
+        memory = self.memories[index]
+        memory.supersedes.append(old.id)
+        at = next(i for i, r in enumerate(self.results) if r["id"] == memory.id)
+        self.results[at]["supersedes"] = list(memory.supersedes)
+        while at + 1 < len(self.results) and self.results[at + 1]["event"] == "SUPERSEDE":
+            at += 1
+        row = {"id": old.id, "memory": old.text, "event": "SUPERSEDE", "superseded_by": memory.id}
+        self.results.insert(at + 1, row)
+
 
 def _clean_text(value: object) -> str:
     """Whitespace collapsed; text with no UTF-8 form (a lone surrogate from a JSON escape) or a

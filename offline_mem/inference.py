@@ -19,10 +19,11 @@ from .entities import EntityExtractor
 from .extractor import ExtractionOutput, Extractor
 from .filters import compile_filters
 from .procedural import PROCEDURAL_PROMPT_VERSION, build_procedural_prompt, render_summary
-from .prompts import MAX_EXISTING, MAX_RECENT, PROMPT_VERSION, ExistingMemory, PromptMessage
+from .prompts import MAX_EXISTING, MAX_RECENT, PROMPT_VERSION, ExistingMemory, PromptMessage, day
 from .prompts import build_facts_prompt as build_prompt
 from .records import AddPlan, MemoryRecord, MessageRecord, NewMemory, NewMessage
 from .store import Store, keyword_text
+from .supersession import check_supersessions
 from .validation import Scope
 
 
@@ -97,6 +98,10 @@ def plan_facts(
         expiration_date=request.expiration_date,
     )  # fmt: skip
     admission = admit(facts, vectors[: len(facts)], context)
+    check_supersessions(
+        models.extractor, admission, existing, vectors[len(facts) :],
+        now_day=day(request.now), instructions=request.instructions,
+    )  # fmt: skip
     _attach_entities(models.entities, admission.memories)
     plan.memories.extend(admission.memories)
     return plan, admission.results, output

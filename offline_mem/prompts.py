@@ -16,16 +16,17 @@ from typing import Any
 
 from .extractor import Prompt
 
-PROMPT_VERSION = "facts-1"
+PROMPT_VERSION = "facts-2"
 
-MAX_FACTS = 8  # facts per answer
-MAX_FACT_CHARS = 240
+MAX_FACTS = 6  # facts per answer (two messages rarely hold more)
+MAX_FACT_CHARS = 200
 MAX_REFS = 6  # message numbers / memory aliases per fact
 MAX_EXISTING = 10  # existing memories shown
 MAX_RECENT = 10  # recent messages shown
 RECENT_CHARS = 300  # each recent message is cut to this (as Mem0)
 NEW_MESSAGE_CHARS = 4000  # each new message is cut to this
-FACTS_MAX_TOKENS = 1024
+# Bounds the answer: 6 facts x (200 chars ~ 50 tokens + ~35 tokens of JSON keys) = ~510.
+FACTS_MAX_TOKENS = 640
 
 _INDEX = {"type": "integer", "minimum": 0, "maximum": 99}
 
@@ -142,6 +143,18 @@ def _speaker(message: PromptMessage) -> str:
     return message.role if message.name is None else f"{message.role} ({message.name})"
 
 
+def facts_system_prompt(instructions: str | None) -> str:
+    """The fixed rules, then the caller's instructions; also the system message of the
+    supersession check, so both kinds of call share this prefix in the KV cache."""
+    if instructions and instructions.strip():
+        return (
+            FACTS_INSTRUCTIONS
+            + "\n\nAdditional instructions from the application:\n"
+            + instructions.strip()
+        )
+    return FACTS_INSTRUCTIONS
+
+
 def build_facts_prompt(
     *,
     new_messages: Sequence[PromptMessage],
@@ -153,9 +166,7 @@ def build_facts_prompt(
     """The extraction prompt. `existing[i]` is shown as memory i; `new_messages[i]` as message
     i + 1. `instructions` (the config's custom_instructions or the call's `prompt`) are added
     after the fixed rules."""
-    system = FACTS_INSTRUCTIONS
-    if instructions and instructions.strip():
-        system += "\n\nAdditional instructions from the application:\n" + instructions.strip()
+    system = facts_system_prompt(instructions)
     observed = [m.observed_at for m in new_messages if m.observed_at]
     observation = day(max(observed)) if observed else day(now)
     parts = [f"Current date: {day(now)}", f"Observation date of the new messages: {observation}"]
@@ -176,7 +187,12 @@ def build_facts_prompt(
         stamp = f"[{day(message.observed_at)}] " if several_days and message.observed_at else ""
         content = _cut(message.content, NEW_MESSAGE_CHARS)
         parts.append(f"{number}. {stamp}{_speaker(message)}: {content}")
-    parts.append("\nAnswer:")
+    # The reminder sits next to the answer: without it the 1.5B model tends to re-copy the
+    # shown memories once there are several (measured: ~320 output tokens per add, 20 s).
+    parts.append(
+        "\nWrite only facts stated in the new messages above; never copy an existing memory."
+    )
+    parts.append("Answer:")
     return Prompt(
         kind="facts",
         messages=(

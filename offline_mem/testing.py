@@ -58,14 +58,26 @@ class FakeExtractor(Extractor):
     function of the prompt. When the script runs out it answers {"facts": []} (for a procedural
     prompt, an empty summary). Every prompt is recorded in `calls`."""
 
-    def __init__(self, *script: Script, name: str = "fake-extractor") -> None:
+    def __init__(
+        self,
+        *script: Script,
+        name: str = "fake-extractor",
+        still_true: Callable[[Prompt], bool] | None = None,
+    ) -> None:
         digest = hashlib.sha256(name.encode()).hexdigest()
         self.identity = ExtractorIdentity(name=name, sha256=digest)
         self.script = list(script)
         self.calls: list[Prompt] = []
+        # Supersession checks are answered by `still_true` (default: the old memory is still
+        # true) and recorded apart, so scripts of facts answers are not consumed by them.
+        self.still_true = still_true or (lambda _prompt: True)
+        self.check_calls: list[Prompt] = []
         self.closed = False
 
     def extract(self, prompt: Prompt) -> ExtractionOutput:
+        if prompt.kind == "check":
+            self.check_calls.append(prompt)
+            return ExtractionOutput(data={"still_true": bool(self.still_true(prompt))})
         self.calls.append(prompt)
         if not self.script:
             empty = {"facts": []} if prompt.kind == "facts" else {"steps": []}

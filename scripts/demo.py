@@ -59,6 +59,14 @@ def extraction_demo(memory: Memory) -> None:
     show("every memory of joana, with its state", brief(everything, "state", "superseded_by"))
     hits = memory.search("where does Joana live?", filters=scope, top_k=2)
     show("search('where does Joana live?') skips superseded memories", brief(hits, "score"))
+    said = memory.search_messages("when did Joana move?", filters=scope, top_k=1)
+    show(
+        "search_messages('when did Joana move?'): the message itself, dated",
+        [
+            {k: r[k] for k in ("content", "observed_at", "score", "memory_ids")}
+            for r in said["results"]
+        ],
+    )
 
 
 def main() -> None:

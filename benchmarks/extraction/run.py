@@ -133,13 +133,16 @@ def kv_benchmark(extractor: Extractor, folder: Path) -> dict[str, Any]:
     recording.outputs.clear()
     latencies, model_seconds = [], 0.0
     for user, assistant in KV_TURNS:
+        first_call = len(recording.outputs)
         start = time.perf_counter()
         m.add(messages([["user", user], ["assistant", assistant]]), user_id="priya")
         latencies.append(time.perf_counter() - start)
-        model_seconds += recording.outputs[-1].seconds
-        last = recording.outputs[-1]
-        print(f"add {len(latencies)}: {latencies[-1]:.2f}s model {last.seconds:.2f}s prompt "
-              f"{last.prompt_tokens} cached {last.cached_tokens} out {last.completion_tokens}",
+        calls = recording.outputs[first_call:]  # the facts call, then any supersession checks
+        model_seconds += sum(o.seconds for o in calls)
+        print(f"add {len(latencies)}: {latencies[-1]:.2f}s, {len(calls)} model call(s) "
+              f"{sum(o.seconds for o in calls):.2f}s, prompt {sum(o.prompt_tokens for o in calls)}"
+              f" cached {sum(o.cached_tokens for o in calls)}"
+              f" out {sum(o.completion_tokens for o in calls)}",
               file=sys.stderr, flush=True)  # fmt: skip
     prompt = sum(o.prompt_tokens for o in recording.outputs)
     cached = sum(o.cached_tokens for o in recording.outputs)
@@ -152,7 +155,12 @@ def kv_benchmark(extractor: Extractor, folder: Path) -> dict[str, Any]:
         "cached_fraction": round(cached / max(prompt, 1), 3),
         "completion_tokens": sum(o.completion_tokens for o in recording.outputs),
         "outside_model_share": round((total - model_seconds) / total, 4),
+        "model_calls": len(recording.outputs),
         "memories": len(m.get_all(filters={"user_id": "priya"}, top_k=200)["results"]),
+        # Nothing in this conversation contradicts an earlier turn: every supersession is wrong.
+        "superseded": [r["memory"] for r in m.get_all(
+            filters={"user_id": "priya"}, top_k=200, include_superseded=True
+        )["results"] if r["state"] == "superseded"],
     }  # fmt: skip
 
 

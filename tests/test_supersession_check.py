@@ -1,0 +1,108 @@
+"""The supersession check: pairs chosen by similarity, one yes/no question each, results and
+history as for a supersession the model named itself. Fake models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from offline_mem.errors import ExtractionError
+from offline_mem.memory import Memory
+from offline_mem.prompts import facts_system_prompt
+from offline_mem.records import NewMemory
+from offline_mem.supersession import CHECK_MIN_SIMILARITY, MAX_CHECKS, pairs_to_check
+from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, fact
+
+
+def unit(*values: float) -> np.ndarray:
+    v = np.asarray(values, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def new_memory(memory_id: str, vector: np.ndarray, supersedes=()) -> NewMemory:
+    return NewMemory(id=memory_id, text=memory_id, hash=memory_id, vector=vector,
+                     keyword_text=memory_id, metadata={}, supersedes=list(supersedes))  # fmt: skip
+
+
+class Shown:
+    def __init__(self, memory_id: str) -> None:
+        self.id = memory_id
+
+
+def test_pairs_most_similar_first_above_the_floor_each_old_memory_once():
+    shown = [Shown("old-a"), Shown("old-b"), Shown("old-c")]
+    vectors = np.stack([unit(1, 0, 0), unit(0, 1, 0), unit(0, 0, 1)])
+    memories = [
+        new_memory("n0", unit(1, 0.1, 0)),  # ~old-a, very similar
+        new_memory("n1", unit(1, 0.3, 0)),  # also closest to old-a: old-a is checked once
+        new_memory("n2", unit(0, 1, 0), supersedes=["old-x"]),  # the model already decided
+        new_memory("n3", unit(0.2, 0.2, 1)),  # ~old-c
+        new_memory("n4", unit(1, 1, 1)),  # 0.58 to each; below nothing, but capped by MAX_CHECKS
+    ]
+    pairs = pairs_to_check(memories, shown, vectors)  # type: ignore[arg-type]
+    assert len(pairs) == MAX_CHECKS == 2
+    assert [(p.memory, p.shown) for p in pairs] == [(0, 0), (3, 2)]
+    assert all(p.similarity >= CHECK_MIN_SIMILARITY for p in pairs)
+
+
+def test_pairs_below_the_floor_are_not_checked():
+    shown = [Shown("old")]
+    vectors = np.stack([unit(1, 0)])
+    far = unit(0.3, 1)  # cosine 0.29
+    assert pairs_to_check([new_memory("n", far)], shown, vectors) == []  # type: ignore[arg-type]
+    assert pairs_to_check([new_memory("n", far)], [], np.zeros((0, 2))) == []
+
+
+def memory(tmp_path, *script, still_true=None):
+    extractor = FakeExtractor(*script, still_true=still_true)
+    return Memory({"path": str(tmp_path / "m.db")}, embedder=FakeEmbedder(),
+                  extractor=extractor, entities=FakeEntities())  # fmt: skip
+
+
+SCRIPT = (
+    {"facts": [fact("User's favourite colour is blue.")]},
+    {"facts": [fact("User's favourite colour is green now.")]},  # supersedes left empty
+)
+
+
+def test_a_missed_supersession_is_found_by_the_check(tmp_path):
+    m = memory(tmp_path, *SCRIPT, still_true=lambda prompt: False)
+    old = m.add("My favourite colour is blue", user_id="u")["results"][0]["id"]
+    out = m.add("My favourite colour is green now", user_id="u")["results"]
+    new = out[0]["id"]
+    assert out == [
+        {"id": new, "memory": "User's favourite colour is green now.", "event": "ADD",
+         "supersedes": [old]},
+        {"id": old, "memory": "User's favourite colour is blue.", "event": "SUPERSEDE",
+         "superseded_by": new},
+    ]  # fmt: skip
+    assert m.get(old)["state"] == "superseded"
+    assert [h["event"] for h in m.history(old)] == ["ADD", "SUPERSEDE"]
+    (check,) = m.extractor.check_calls
+    question = check.messages[1]["content"]
+    assert "Existing memory" in question and "User's favourite colour is blue." in question
+    assert "User's favourite colour is green now." in question and old not in question
+    # the same system message as the facts prompt: one cached prefix for both kinds of call
+    assert check.messages[0]["content"] == m.extractor.calls[1].messages[0]["content"]
+    assert check.messages[0]["content"] == facts_system_prompt(None)
+
+
+def test_still_true_keeps_both(tmp_path):
+    m = memory(tmp_path, *SCRIPT)  # the default answer: still true
+    old = m.add("blue", user_id="u")["results"][0]["id"]
+    out = m.add("green", user_id="u")["results"]
+    assert [r["event"] for r in out] == ["ADD"]
+    assert m.get(old)["state"] == "active"
+    assert len(m.extractor.check_calls) == 1
+
+
+def test_a_failed_check_fails_the_add_and_changes_nothing(tmp_path):
+    def boom(prompt):
+        raise ExtractionError("check timed out")
+
+    m = memory(tmp_path, *SCRIPT, still_true=boom)
+    m.add("blue", user_id="u")
+    before = m.store.counts()
+    with pytest.raises(ExtractionError, match="check timed out"):
+        m.add("green", user_id="u")
+    assert m.store.counts() == before
