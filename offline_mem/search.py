@@ -65,24 +65,22 @@ def hybrid_search(
             if "semantic" in use
             else {}
         )
-        stats = store.keyword_stats(analysis.terms, request.where)
-        bm25 = (
-            store.keyword_candidates(stats, request.where, condition, limit=n)
-            if "keyword" in use
-            else {}
-        )
         known, entity_hits = (
             store.entity_candidates(norms, request.where, condition)
             if "entity" in use
             else (set(), {})
         )
         best_entity = sorted(entity_hits, key=lambda r: (-entity_hits[r], r))[:n]
+        stats = store.keyword_stats(analysis.terms, request.where)
+        bm25: dict[int, float] = {}
+        if "keyword" in use:  # the top N, and the other signals' candidates in the same reads
+            others = sorted(set(cosine) | set(best_entity))
+            bm25 = store.keyword_candidates(
+                stats, request.where, condition, limit=n, also_rowids=others
+            )
         candidates = set(cosine) | set(bm25) | set(best_entity)
         if "semantic" in use:
             cosine.update(store.vector_similarities(vector, sorted(candidates - set(cosine))))
-        if "keyword" in use:
-            rest = sorted(candidates - set(bm25))
-            bm25.update(store.keyword_candidates(stats, request.where, condition, only_rowids=rest))
         weights = _only(request.weights, use)
         ranked = score_and_rank(
             (

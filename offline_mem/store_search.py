@@ -142,11 +142,14 @@ class SearchSignals:
         *,
         limit: int | None = None,
         only_rowids: Sequence[int] | None = None,
+        also_rowids: Sequence[int] = (),
     ) -> dict[int, float]:
+        """BM25 of the memories passing the condition that hold a query term: the best `limit`
+        plus those of `also_rowids`, exactly those of `only_rowids`, or all (bm25_scores)."""
         sql, params = condition
         return keyword_index.bm25_scores(
             self.db, stats, self._keyword_partition(where), sql, params,
-            limit=limit, only_rowids=only_rowids,
+            limit=limit, only_rowids=only_rowids, also_rowids=also_rowids,
         )  # fmt: skip
 
     @staticmethod
