@@ -32,23 +32,39 @@ from .records import MemoryRecord, NewMemory
 CHECK_MIN_SIMILARITY = 0.45
 MAX_CHECKS = 2  # questions per add: each costs about one to three seconds on two cores
 
+ANSWER_KEY = "changed"
 CHECK_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"still_true": {"type": "boolean"}},
-    "required": ["still_true"],
+    "properties": {ANSWER_KEY: {"type": "boolean"}},
+    "required": [ANSWER_KEY],
     "additionalProperties": False,
 }
 CHECK_MAX_TOKENS = 16
 
 CHECK_QUESTION = """\
-Check one existing memory against a new fact from the new messages.
+Compare an existing memory with a new fact. Answer "changed": true only when the new fact says \
+the existing memory is no longer true (the user moved, changed job, changed a preference or a \
+habit, a plan was cancelled or moved, a pet or person died, a relationship ended or began). \
+When the new fact adds detail about the same person, pet or thing, the memory has not changed.
+
+Examples:
+Existing memory: User's phone is an iPhone 12. New fact: User switched to a Pixel 8. -> \
+{{"changed": true}}
+Existing memory: User has a son named Leo. New fact: Leo starts school in September. -> \
+{{"changed": false}}
+Existing memory: User's yoga class is on Tuesdays. New fact: User's yoga class moved to \
+Wednesdays. -> {{"changed": true}}
+Existing memory: User plays the piano. New fact: User's piano teacher is Ms. Ito. -> \
+{{"changed": false}}
+
 Existing memory (recorded {old_day}): {old}
 New fact ({new_day}): {new}
-Is the existing memory still true now? Answer false only when the new fact shows that it \
-changed: the user moved, changed job, changed a preference or a habit, a plan was cancelled or \
-moved, a pet or person died, a relationship changed. A new fact that adds detail, or only \
-talks about the past, leaves the existing memory true.
-Answer with {{"still_true": true}} or {{"still_true": false}}."""
+Answer:"""
+
+
+def interpret(answer: dict[str, Any]) -> bool:
+    """True when the old memory is still true."""
+    return answer.get(ANSWER_KEY) is not True
 
 
 @dataclass(frozen=True)
@@ -128,8 +144,7 @@ def check_supersessions(
     for pair in pairs_to_check(admission.memories, shown, shown_vectors):
         memory, old = admission.memories[pair.memory], shown[pair.shown]
         prompt = build_check_prompt(old, memory, now_day=now_day, instructions=instructions)
-        answer = extractor.extract(prompt).data
-        if answer.get("still_true") is False:
+        if not interpret(extractor.extract(prompt).data):
             admission.record_supersession(pair.memory, old)
             found += 1
     return found

@@ -77,7 +77,7 @@ class FakeExtractor(Extractor):
     def extract(self, prompt: Prompt) -> ExtractionOutput:
         if prompt.kind == "check":
             self.check_calls.append(prompt)
-            return ExtractionOutput(data={"still_true": bool(self.still_true(prompt))})
+            return ExtractionOutput(data={"changed": not self.still_true(prompt)})
         self.calls.append(prompt)
         if not self.script:
             empty = {"facts": []} if prompt.kind == "facts" else {"steps": []}

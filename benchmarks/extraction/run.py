@@ -1,7 +1,7 @@
 """Extraction benchmark on the pinned models: fact recall/precision, contradictions superseded,
 and the 40-turn KV-cache benchmark.
 
-    .venv/bin/python benchmarks/extraction/run.py [--only quality|kv] [--json OUT]
+    .venv/bin/python benchmarks/extraction/run.py [--only quality|kv|checks] [--json OUT]
 
 Uses the default extractor (Qwen2.5-Coder-1.5B q4_k_m), all-MiniLM-L6-v2 and en_core_web_sm from
 the models folder ($OFFLINE_MEM_MODELS or the checkout's models/). One Llama object serves every
@@ -164,9 +164,66 @@ def kv_benchmark(extractor: Extractor, folder: Path) -> dict[str, Any]:
     }  # fmt: skip
 
 
+# Supersession-check pairs: (old memory, new fact). CHANGED should be superseded, SAME not.
+CHANGED = [
+    ("User lives in Lisbon.", "User moved from Lisbon to Porto on November 29, 2026."),
+    ("User's favourite colour is blue.", "User's favourite colour is green now."),
+    ("User has a cat named Luna.", "Luna passed away last week."),
+    ("User drives a Toyota Corolla.", "User sold their Toyota Corolla and bought a Tesla Model 3."),
+    ("User is single.", "User got married to Paulo last month."),
+    ("User works at Google as a data analyst.", "User quit Google and now works at Microsoft."),
+    ("User is a vegetarian.", "User started eating meat again."),
+    ("User's dentist appointment is on Monday.", "User's dentist appointment moved to Thursday."),
+]
+SAME = [
+    ("User has a golden retriever named Biscuit.", "Biscuit has a vet appointment next Tuesday."),
+    ("User is learning to play the cello.", "User's cello teacher is Mr. Laurent."),
+    ("User lives in Ottawa with partner Dev.", "Dev is a high school chemistry teacher."),
+    ("User is training for a half marathon in May.", "User runs in the mornings before work."),
+    ("User's sister Anika is getting married in August in Mumbai.",
+     "User needs to book flights to Mumbai for the wedding."),
+    ("User works as a data scientist at Shopify.", "At work User mostly writes Python and SQL."),
+    ("User has a cat named Mia.", "Mia loves the new flat."),
+    ("User loves hiking.", "User went hiking in the Alps last weekend."),
+]  # fmt: skip
+
+
+def check_pairs(extractor: Extractor, embedder: Any) -> dict[str, Any]:
+    """The supersession check alone on 16 pairs: how often it is right, and how often it would
+    be asked at all (pairs below CHECK_MIN_SIMILARITY are never checked)."""
+    from types import SimpleNamespace
+
+    from offline_mem.supersession import CHECK_MIN_SIMILARITY, build_check_prompt, interpret
+
+    rows = []
+    for want_still_true, pairs in ((False, CHANGED), (True, SAME)):
+        for old, new in pairs:
+            old_record = SimpleNamespace(text=old, observed_at="2026-01-05", created_at=None)
+            new_memory = SimpleNamespace(text=new, observed_at="2026-11-29")
+            prompt = build_check_prompt(old_record, new_memory, now_day=None, instructions=None)  # type: ignore[arg-type]
+            still_true = interpret(extractor.extract(prompt).data)
+            vectors = embedder.embed_batch([old, new])
+            similarity = float(vectors[0] @ vectors[1])
+            rows.append({"old": old, "new": new, "expected_still_true": want_still_true,
+                         "answered_still_true": still_true, "similarity": round(similarity, 3),
+                         "checked": similarity >= CHECK_MIN_SIMILARITY})  # fmt: skip
+    right = [r for r in rows if r["answered_still_true"] == r["expected_still_true"]]
+    checked = [r for r in rows if r["checked"]]
+    return {
+        "pairs": len(rows), "answered_right": len(right),
+        "changed_detected": sum(1 for r in rows if not r["expected_still_true"]
+                                and not r["answered_still_true"]),
+        "false_alarms": sum(1 for r in rows if r["expected_still_true"]
+                            and not r["answered_still_true"]),
+        "checked_at_floor": len(checked),
+        "checked_right": sum(1 for r in checked if r in right),
+        "details": rows,
+    }  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--only", choices=["quality", "kv"])
+    parser.add_argument("--only", choices=["quality", "kv", "checks"])
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     from offline_mem.config import DEFAULT_EXTRACTOR, resolve_models_dir
@@ -178,6 +235,11 @@ def main() -> None:
             report["quality"] = quality(extractor, Path(tmp))
         if args.only in (None, "kv"):
             report["kv"] = kv_benchmark(extractor, Path(tmp))
+        if args.only in (None, "checks"):
+            from offline_mem.memory import Memory as _Memory
+
+            probe = _Memory({"path": str(Path(tmp) / "probe.db")}, extractor=extractor)
+            report["checks"] = check_pairs(extractor, probe.embedder)
     summary = {k: {kk: vv for kk, vv in v.items() if kk != "details"} if isinstance(v, dict)
                else v for k, v in report.items()}  # fmt: skip
     print(json.dumps(summary, indent=2))
