@@ -20,6 +20,7 @@ from .nlp import TextAnalyzer
 from .ranking import Ranked, Signals, Weights, score_and_rank
 from .records import EntityMention, MemoryRecord
 from .store import Store
+from .store_search import EntitySignal
 
 MIN_OVERFETCH = 60
 
@@ -65,12 +66,12 @@ def hybrid_search(
             if "semantic" in use
             else {}
         )
-        known, entity_hits = (
-            store.entity_candidates(norms, request.where, condition)
+        entities = (
+            store.entity_candidates(norms, request.where, condition, limit=n)
             if "entity" in use
-            else (set(), {})
+            else EntitySignal(set(), [], {})
         )
-        best_entity = sorted(entity_hits, key=lambda r: (-entity_hits[r], r))[:n]
+        known, entity_hits, best_entity = entities.known, entities.counts, entities.best
         stats = store.keyword_stats(analysis.terms, request.where)
         bm25: dict[int, float] = {}
         if "keyword" in use:  # the top N, and the other signals' candidates in the same reads

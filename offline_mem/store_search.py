@@ -7,6 +7,7 @@ same condition from `search_filter`, so filters, state and expiry behave identic
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +20,16 @@ from .timeutil import unexpired_clause, utc_now
 from .validation import SCOPE_KEYS, Scope
 
 MAX_KNN = 4096  # sqlite-vec's largest k
+ENTITY_CHUNK = 64  # linked memories checked for visibility per primary-key read
+
+
+@dataclass(frozen=True)
+class EntitySignal:
+    known: set[str]  # query entity norms linked to at least one visible memory
+    best: list[int]  # the visible memories linked to most query entities, best first
+    # how many query entities each linked memory is linked to; visible or not, so read it only
+    # for memories another signal (or `best`) found visible
+    counts: dict[int, int]
 
 
 def vector_blob(vector: np.ndarray) -> bytes:
@@ -158,13 +169,22 @@ class SearchSignals:
         return None if user is None else keyword_index.partition_of(user)
 
     def entity_candidates(
-        self, norms: Sequence[str], where: CompiledFilter, condition: tuple[str, list[Any]]
-    ) -> tuple[set[str], dict[int, int]]:
-        """Which of `norms` name entities linked to visible memories, and for each such memory
-        how many of them it is linked to."""
+        self,
+        norms: Sequence[str],
+        where: CompiledFilter,
+        condition: tuple[str, list[Any]],
+        *,
+        limit: int,
+    ) -> EntitySignal:
+        """The entity signal: which of `norms` name entities linked to a visible memory, the
+        `limit` visible memories linked to most of them, and how many of them each linked
+        memory is linked to.
+
+        The links are read through their indexes alone; visibility (the condition) is checked
+        by primary key on the few rows needed, not on every link: a name known to a thousand
+        of the user's memories costs a thousand index entries, not a thousand row reads."""
         if not norms:
-            return set(), {}
-        sql, params = condition
+            return EntitySignal(set(), [], {})
         # Entities are stored per scope key: look up only the keys of the memories the filter's
         # ids select, through the (scope, norm) index, not the same name in every other scope.
         scope_where, scope_params = scope_match(where.scope, "")
@@ -175,19 +195,34 @@ class SearchSignals:
             )
         ]
         if not scopes:
-            return set(), {}
+            return EntitySignal(set(), [], {})
         marks = ", ".join("?" for _ in norms)
         scope_marks = ", ".join("?" for _ in scopes)
         rows = self.db.query(
             "SELECT l.memory_rowid, e.norm FROM entities e "
             "JOIN entity_links l ON l.entity_rowid = e.rowid "
-            "JOIN memories m ON m.rowid = l.memory_rowid "
-            f"WHERE e.scope IN ({scope_marks}) AND e.norm IN ({marks}) AND {sql}",
-            (*scopes, *norms, *params),
+            f"WHERE e.scope IN ({scope_marks}) AND e.norm IN ({marks})",
+            (*scopes, *norms),
         )
-        known: set[str] = set()
-        per_memory: dict[int, set[str]] = {}
+        linked: dict[int, set[str]] = {}
         for rowid, norm in rows:
-            known.add(norm)
-            per_memory.setdefault(int(rowid), set()).add(norm)
-        return known, {rowid: len(found) for rowid, found in per_memory.items()}
+            linked.setdefault(int(rowid), set()).add(norm)
+        counts = {rowid: len(found) for rowid, found in linked.items()}
+        ranked = sorted(counts, key=lambda r: (-counts[r], r))
+        best: list[int] = []
+        known: set[str] = set()
+        unseen = {norm for found in linked.values() for norm in found}
+        # Walk the ranking in chunks until `limit` visible memories are found and every norm is
+        # known to be linked to a visible memory or not.
+        for start in range(0, len(ranked), ENTITY_CHUNK):
+            if len(best) >= limit and not unseen:
+                break
+            chunk = ranked[start : start + ENTITY_CHUNK]
+            visible = self._passing(chunk, condition)
+            for rowid in chunk:
+                if rowid in visible:
+                    if len(best) < limit:
+                        best.append(rowid)
+                    known |= linked[rowid]
+                    unseen -= linked[rowid]
+        return EntitySignal(known, best, counts)
