@@ -8,7 +8,9 @@ from invariants import violations
 
 from offline_mem import Memory, ValidationError
 from offline_mem.db import Database
-from offline_mem.export import export_lines, import_data, read_export
+from offline_mem.export import export_lines
+from offline_mem.export_import import import_data
+from offline_mem.export_read import read_export
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, fact
 
 

@@ -10,7 +10,9 @@ from typing import Any
 import click
 
 from ..errors import ModelError, OfflineMemError
-from ..export import backup_file, export_file, import_data, open_existing, read_export
+from ..export import backup_file, export_file, open_existing
+from ..export_import import import_data
+from ..export_read import read_export
 from ..integrity import verify_file
 from ..timeutil import unexpired_clause, utc_now
 from .common import (
