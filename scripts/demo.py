@@ -59,9 +59,9 @@ def extraction_demo(memory: Memory) -> None:
     show("every memory of joana, with its state", brief(everything, "state", "superseded_by"))
     hits = memory.search("where does Joana live?", filters=scope, top_k=2)
     show("search('where does Joana live?') skips superseded memories", brief(hits, "score"))
-    said = memory.search_messages("when did Joana move?", filters=scope, top_k=1)
+    said = memory.search_messages("when did I move to Porto?", filters=scope, top_k=1)
     show(
-        "search_messages('when did Joana move?'): the message itself, dated",
+        "search_messages('when did I move to Porto?'): the message itself, dated",
         [
             {k: r[k] for k in ("content", "observed_at", "score", "memory_ids")}
             for r in said["results"]
