@@ -192,9 +192,9 @@ def admit(facts: Sequence[Fact], vectors: np.ndarray, ctx: AdmissionContext) -> 
         similar = _similarities(vector, ctx.shown_vectors)
         replaces = _supersession_targets(fact, similar, ctx.shown_memories, by_id, superseded)
         near = [
-            ctx.shown_memories[i].id
+            ctx.shown_memories[int(i)].id
             for i in np.flatnonzero(similar >= NEAR_DUPLICATE_THRESHOLD)
-            if ctx.shown_memories[i].id not in replaces
+            if ctx.shown_memories[int(i)].id not in replaces
         ]
         batch = _similarities(vector, np.asarray(kept_vectors)) if kept_vectors else similar[:0]
         if near or (batch >= NEAR_DUPLICATE_THRESHOLD).any():

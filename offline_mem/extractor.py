@@ -141,8 +141,8 @@ class LlamaExtractor(Extractor):
         self._identity: ExtractorIdentity | None = None
         self._lock = threading.Lock()
 
-    @property  # type: ignore[override]
-    def identity(self) -> ExtractorIdentity:
+    @property
+    def identity(self) -> ExtractorIdentity:  # type: ignore[override]  # lazy, read-only
         if self._identity is None:
             from .model_files import model_identity
 

@@ -80,7 +80,7 @@ class MessageIndex:
                 yield batch
 
     def index_message_vectors(
-        self, rows: Sequence[tuple[int, str | None]], vectors: Sequence[np.ndarray]
+        self, rows: Sequence[tuple[int, str | None]], vectors: Sequence[np.ndarray] | np.ndarray
     ) -> None:
         """Add vectors for existing messages, in one transaction."""
         with self.db.atomic():

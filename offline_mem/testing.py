@@ -80,7 +80,7 @@ class FakeExtractor(Extractor):
             return ExtractionOutput(data={"changed": not self.still_true(prompt)})
         self.calls.append(prompt)
         if not self.script:
-            empty = {"facts": []} if prompt.kind == "facts" else {"steps": []}
+            empty: dict[str, Any] = {"facts": []} if prompt.kind == "facts" else {"steps": []}
             return ExtractionOutput(data=empty)
         item = self.script.pop(0)
         if isinstance(item, BaseException):
