@@ -17,7 +17,7 @@ import numpy as np
 from . import keyword_index
 from .db import Database
 from .records import MessageRecord
-from .store_search import MAX_KNN, scope_match, vector_blob
+from .store_search import filtered_knn, scope_match, vector_blob
 from .validation import Scope
 
 INDEX_STATE_KEY = "message_vectors"  # meta key: "complete" or "pending"
@@ -100,35 +100,14 @@ class MessageIndex:
     # -- search -------------------------------------------------------------------------------
 
     def message_candidates(self, vector: np.ndarray, scope: Scope, *, k: int) -> dict[int, float]:
-        """Exact top-k messages of the scope by cosine: seq -> similarity. As for memories, the
-        KNN runs over the user's partition first and falls back to a KNN with the scope
-        condition inside it when agent/run ids leave fewer than k hits."""
-        k = min(k, MAX_KNN)
-        blob = vector_blob(vector)
+        """Exact top-k messages of the scope by cosine: seq -> similarity (see
+        `filtered_knn`; agent and run ids are the condition)."""
         where, params = scope_match(scope, "")
-        if scope.user_id is not None:
-            fetch = min(MAX_KNN, max(2 * k, k + 32))
-            hits = self.db.query(
-                "SELECT rowid, distance FROM message_vectors"
-                " WHERE embedding MATCH ? AND k = ? AND user_id = ? ORDER BY distance",
-                (blob, fetch, keyword_index.partition_of(scope.user_id)),
-            )
-            allowed = self._messages_in_scope([int(r) for r, _ in hits], where, params)
-            kept = [(int(r), d) for r, d in hits if int(r) in allowed]
-            if len(kept) >= k or len(hits) < fetch:
-                return {seq: 1.0 - float(d) for seq, d in kept[:k]}
-        partition_sql, partition_params = "", []
-        if scope.user_id is not None:
-            partition_sql = " AND v.user_id = ?"
-            partition_params = [keyword_index.partition_of(scope.user_id)]
-        hits = self.db.query(
-            "SELECT v.rowid, v.distance FROM message_vectors v"
-            f" WHERE v.embedding MATCH ? AND k = ?{partition_sql}"
-            f" AND v.rowid IN (SELECT seq FROM messages WHERE {where})"
-            " ORDER BY v.distance",
-            (blob, k, *partition_params, *params),
-        )
-        return {int(seq): 1.0 - float(d) for seq, d in hits}
+        return filtered_knn(
+            self.db, "message_vectors", vector, k=k, user_id=scope.user_id,
+            passing=lambda seqs: self._messages_in_scope(seqs, where, params),
+            allowed_sql=f"SELECT seq FROM messages WHERE {where}", allowed_params=params,
+        )  # fmt: skip
 
     def _messages_in_scope(self, seqs: Sequence[int], where: str, params: list[str]) -> set[int]:
         if not seqs:
