@@ -1,7 +1,8 @@
 """`Memory`: the public, Mem0-compatible API over one memory file.
 
 Each method validates everything first, runs the models outside any transaction, then hands the
-store one write that is a single transaction. Results keep Mem0's shapes.
+store one write that is a single transaction. Results keep Mem0's shapes. The reads (get,
+get_all, search, search_messages, history) are in memory_reads.py.
 """
 
 from __future__ import annotations
@@ -18,31 +19,26 @@ from . import inference
 from .config import MemoryConfig, resolve_db_path, resolve_models_dir
 from .embedder import Embedder, QueryVectorCache
 from .entities import EntityExtractor, NoEntities, SpacyEntities
-from .errors import MemoryNotFoundError, ModelError, ValidationError
+from .errors import ModelError, ValidationError
 from .extractor import Extractor, LlamaExtractor
-from .filters import compile_filters
+from .memory_reads import MemoryReads
 from .nlp import TextAnalyzer
 from .ranking import Weights
-from .records import AddPlan, MemoryRecord, NewMemory, NewMessage
-from .search import SearchRequest, hybrid_search
+from .records import AddPlan, NewMemory, NewMessage
 from .store import Store, keyword_text
 from .store_messages import is_indexed_message
-from .timeutil import is_expired, iso, parse_datetime, parse_expiration, utc_now
+from .timeutil import iso, parse_datetime, parse_expiration, utc_now
 from .validation import (
     Message,
     Scope,
-    check_memory_id,
     check_metadata,
-    check_offset,
     check_text,
-    check_threshold,
-    check_top_k,
     make_scope,
     normalize_messages,
+    reject_unknown_kwargs,
 )
 
 _UNSET: Any = Ellipsis
-DEFAULT_SEARCH_THRESHOLD = 0.1
 
 
 def content_hash(text: str) -> str:
@@ -50,18 +46,7 @@ def content_hash(text: str) -> str:
     return hashlib.md5(text.encode("utf-8")).hexdigest()
 
 
-def _reject_unknown(method: str, unknown: dict[str, Any]) -> None:
-    if not unknown:
-        return
-    scoped = sorted(set(unknown) & {"user_id", "agent_id", "run_id"})
-    if scoped:
-        raise ValidationError(
-            f"{method}() takes {scoped} inside filters=, e.g. filters={{'user_id': 'alice'}}"
-        )
-    raise ValidationError(f"{method}() got unknown keyword argument(s) {sorted(unknown)}")
-
-
-class Memory:
+class Memory(MemoryReads):
     """Durable, searchable memories in one SQLite file, with pinned local models."""
 
     def __init__(
@@ -207,7 +192,7 @@ class Memory:
         **unknown: Any,
     ) -> dict[str, Any]:
         """Store memories from messages. `infer=False` keeps one memory per non-system message."""
-        _reject_unknown("add", unknown)
+        reject_unknown_kwargs("add", unknown)
         scope = make_scope(user_id, agent_id, run_id)
         parsed = normalize_messages(messages)
         clean_metadata = check_metadata(metadata)
@@ -304,7 +289,7 @@ class Memory:
         **unknown: Any,
     ) -> dict[str, Any]:
         """Change a memory's text (re-embedded), merge its metadata, or set/clear its expiry."""
-        _reject_unknown("update", unknown)
+        reject_unknown_kwargs("update", unknown)
         record = self._require(memory_id, user_id, agent_id, run_id)
         if text is not None:
             check_text(text, "text")
@@ -336,7 +321,7 @@ class Memory:
         run_id: str | None = None,
         **unknown: Any,
     ) -> dict[str, Any]:
-        _reject_unknown("delete", unknown)
+        reject_unknown_kwargs("delete", unknown)
         record = self._require(memory_id, user_id, agent_id, run_id)
         with self._lock:
             self.store.delete_memory(record)
@@ -351,7 +336,7 @@ class Memory:
         **unknown: Any,
     ) -> dict[str, Any]:
         """Delete every memory matching all the ids given, and those scopes' messages."""
-        _reject_unknown("delete_all", unknown)
+        reject_unknown_kwargs("delete_all", unknown)
         scope = make_scope(user_id, agent_id, run_id)
         with self._lock:
             count = self.store.delete_scope(scope)
@@ -362,163 +347,5 @@ class Memory:
         with self._lock:
             self.store.reset()
 
-    # -- reads --------------------------------------------------------------------------------
-
-    def _require(
-        self, memory_id: object, user_id: object, agent_id: object, run_id: object
-    ) -> MemoryRecord:
-        key = check_memory_id(memory_id)
-        scope = make_scope(user_id, agent_id, run_id, required=False)
-        record = self.store.get(key)
-        if record is None or not _in_scope(record, scope):
-            raise MemoryNotFoundError(f"no memory with id {key!r} in the scope named")
-        return record
-
-    def get(
-        self,
-        memory_id: str,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        **unknown: Any,
-    ) -> dict[str, Any] | None:
-        """The memory, or None. Expired memories are returned marked `"expired": True`."""
-        _reject_unknown("get", unknown)
-        key = check_memory_id(memory_id)
-        scope = make_scope(user_id, agent_id, run_id, required=False)
-        record = self.store.get(key)
-        if record is None or not _in_scope(record, scope):
-            return None
-        return record.to_dict(expired=is_expired(record.expiration_date, utc_now()))
-
-    def get_all(
-        self,
-        *,
-        filters: dict[str, Any] | None = None,
-        top_k: int = 20,
-        offset: int = 0,
-        show_expired: bool = False,
-        include_superseded: bool = False,
-        **unknown: Any,
-    ) -> dict[str, Any]:
-        _reject_unknown("get_all", unknown)
-        where = compile_filters(filters)
-        records = self.store.list_memories(
-            where, limit=check_top_k(top_k), offset=check_offset(offset),
-            include_expired=bool(show_expired), include_superseded=bool(include_superseded),
-        )  # fmt: skip
-        now = utc_now()
-        return {"results": [r.to_dict(expired=is_expired(r.expiration_date, now)) for r in records]}
-
-    def search(
-        self,
-        query: str,
-        *,
-        filters: dict[str, Any] | None = None,
-        top_k: int = 20,
-        threshold: float | None = DEFAULT_SEARCH_THRESHOLD,
-        show_expired: bool = False,
-        include_superseded: bool = False,
-        include_sources: bool = False,
-        explain: bool = False,
-        **unknown: Any,
-    ) -> dict[str, Any]:
-        """Memories of the filtered scope that best match `query`, best first.
-
-        Candidates come from vector similarity, keyword (BM25) and entity signals; `score` is
-        their weighted sum on a fixed [0, 1] scale (see ranking.py), and `threshold` drops lower
-        scores. `explain=True` adds each signal's contribution as `score_details`."""
-        _reject_unknown("search", unknown)
-        check_text(query, "query")
-        request = SearchRequest(
-            query=query,
-            where=compile_filters(filters),
-            top_k=check_top_k(top_k),
-            threshold=check_threshold(threshold),
-            include_expired=bool(show_expired),
-            include_superseded=bool(include_superseded),
-            weights=self.weights,
-        )
-        mentions = self.entities.extract(query)
-        hits = hybrid_search(
-            self.store, self._query_embedder, self.analyzer, request, mentions=mentions
-        )
-        now = utc_now()
-        results = []
-        for record, ranked in hits:
-            item = record.to_dict(
-                score=round(ranked.score, 6), expired=is_expired(record.expiration_date, now)
-            )
-            if explain:
-                item["score_details"] = ranked.explain(self.weights, request.threshold)
-            if include_sources:
-                item["sources"] = [m.to_dict() for m in self.store.sources(record.rowid)]
-            results.append(item)
-        return {"results": results}
-
-    def search_messages(
-        self,
-        query: str,
-        *,
-        filters: dict[str, Any] | None = None,
-        top_k: int = 10,
-        threshold: float | None = None,
-        **unknown: Any,
-    ) -> dict[str, Any]:
-        """The stored messages (not memories) of a scope closest to `query`, best first.
-
-        Extraction can miss what a later question needs; the messages themselves stay
-        searchable. `filters` names the scope by `user_id`, `agent_id` and/or `run_id` (exact
-        values; messages carry no metadata). `score` is the cosine similarity of the query to
-        the message; `threshold` drops lower scores. Each result lists `memory_ids`, the
-        memories extracted from that message. System messages are not indexed."""
-        _reject_unknown("search_messages", unknown)
-        check_text(query, "query")
-        scope = _message_scope(filters)
-        limit = check_top_k(top_k)
-        floor = check_threshold(threshold)
-        vector = self._query_embedder.embed(query)
-        scored = self.store.message_candidates(vector, scope, k=limit)
-        if floor is not None:
-            scored = {seq: score for seq, score in scored.items() if score >= floor}
-        results = []
-        for hit in self.store.message_hits(scored):
-            item = hit.record.to_dict()
-            item["score"] = round(hit.score, 6)
-            item["memory_ids"] = list(hit.memory_ids)
-            results.append(item)
-        return {"results": results}
-
-    def history(self, memory_id: str, **unknown: Any) -> list[dict[str, Any]]:
-        """Every ADD/UPDATE/SUPERSEDE/DELETE of the memory, oldest first; kept after deletion."""
-        _reject_unknown("history", unknown)
-        return [row.to_dict() for row in self.store.history(check_memory_id(memory_id))]
-
     def chat(self, query: str) -> Any:
         raise NotImplementedError("chat() is not part of the library API; see `offline-mem chat`")
-
-
-def _message_scope(filters: dict[str, Any] | None) -> Scope:
-    if not isinstance(filters, dict):
-        raise ValidationError(
-            "search_messages() needs filters naming the scope, e.g. filters={'user_id': 'alice'}"
-        )
-    extra = sorted(set(filters) - {"user_id", "agent_id", "run_id"})
-    if extra:
-        raise ValidationError(
-            f"search_messages() filters take only user_id, agent_id and run_id, not {extra}"
-        )
-    return make_scope(filters.get("user_id"), filters.get("agent_id"), filters.get("run_id"))
-
-
-def _in_scope(record: MemoryRecord, scope: Scope) -> bool:
-    """True when every id the caller named matches the memory's."""
-    return all(
-        wanted is None or wanted == have
-        for wanted, have in (
-            (scope.user_id, record.user_id),
-            (scope.agent_id, record.agent_id),
-            (scope.run_id, record.run_id),
-        )
-    )

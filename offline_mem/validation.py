@@ -197,6 +197,13 @@ def check_threshold(value: object) -> float | None:
     return float(value)
 
 
-def check_no_extra_kwargs(method: str, extra: dict[str, Any]) -> None:
-    if extra:
-        raise ValidationError(f"{method}() got unknown keyword argument(s) {sorted(extra)}")
+def reject_unknown_kwargs(method: str, unknown: dict[str, Any]) -> None:
+    """Mem0 takes scope ids inside `filters=` for reads; say so instead of a bare TypeError."""
+    if not unknown:
+        return
+    scoped = sorted(set(unknown) & {"user_id", "agent_id", "run_id"})
+    if scoped:
+        raise ValidationError(
+            f"{method}() takes {scoped} inside filters=, e.g. filters={{'user_id': 'alice'}}"
+        )
+    raise ValidationError(f"{method}() got unknown keyword argument(s) {sorted(unknown)}")
