@@ -35,6 +35,8 @@ class MemoryConfig:
     threads: int | None = None
     custom_instructions: str | None = None
     busy_timeout_ms: int = 30_000
+    # MiB of large vector partitions held in memory for fast KNN (vector_cache.py); 0: none
+    vector_cache_mb: float = 512
     # {"semantic": w, "keyword": w, "entity": w}, summing to 1 (see ranking.py)
     ranking_weights: dict[str, float] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -56,6 +58,11 @@ class MemoryConfig:
         threads = values.get("threads")
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise ConfigError(f"config 'threads' must be a positive integer, got {threads!r}")
+        cache_mb = values.get("vector_cache_mb", 512)
+        if isinstance(cache_mb, bool) or not isinstance(cache_mb, (int, float)) or cache_mb < 0:
+            raise ConfigError(
+                f"config 'vector_cache_mb' must be a number of MiB >= 0, got {cache_mb!r}"
+            )
         return cls(**values)
 
 

@@ -76,6 +76,7 @@ class Database:
         self.driver = sqlite_driver()
         self.tracer: Tracer | None = None
         self._depth = 0
+        self._writing = False  # inside atomic(), as opposed to a read snapshot
         _refuse_stub(path)
         try:
             # isolation_level=None: we issue BEGIN/COMMIT ourselves, never the driver.
@@ -179,15 +180,23 @@ class Database:
             return
         self.execute("BEGIN IMMEDIATE")
         self._depth = 1
+        self._writing = True
         try:
             yield
             self.execute("COMMIT")
         except BaseException:
             self._depth = 0
+            self._writing = False
             if self.conn.in_transaction:
                 self._raw("ROLLBACK")  # never traced: a rollback must not be failable
             raise
         self._depth = 0
+        self._writing = False
+
+    @property
+    def in_write(self) -> bool:
+        """Whether a write transaction (`atomic`) is open: reads then see uncommitted rows."""
+        return self._writing
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:

@@ -79,7 +79,10 @@ class Memory(MemoryReads):
 
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.store = Store.open(
-            self.path, embedder=self.embedder.identity, busy_timeout_ms=config.busy_timeout_ms
+            self.path,
+            embedder=self.embedder.identity,
+            busy_timeout_ms=config.busy_timeout_ms,
+            vector_cache_mb=config.vector_cache_mb,
         )
         self._lock = threading.RLock()
         self._index_pending_messages()

@@ -81,7 +81,10 @@ def hybrid_search(
             )
         candidates = set(cosine) | set(bm25) | set(best_entity)
         if "semantic" in use:
-            cosine.update(store.vector_similarities(vector, sorted(candidates - set(cosine))))
+            missing = sorted(candidates - set(cosine))
+            cosine.update(
+                store.vector_similarities(vector, missing, user_id=request.where.scope.user_id)
+            )
         weights = _only(request.weights, use)
         ranked = score_and_rank(
             (

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from . import keyword_index
+from . import keyword_index, vector_cache
 from .db import Database, Tracer
 from .embedder import EmbedderIdentity
 from .errors import CorruptFileError, EmbedderMismatchError, MemoryNotFoundError
@@ -46,12 +46,28 @@ def _partition(user_id: str | None) -> str:
 
 
 class Store(SearchSignals, MessageIndex):
-    def __init__(self, db: Database, embedder: EmbedderIdentity) -> None:
+    def __init__(
+        self,
+        db: Database,
+        embedder: EmbedderIdentity,
+        *,
+        vector_cache_mb: float = vector_cache.DEFAULT_BUDGET_MB,
+    ) -> None:
         self.db = db
         self.embedder = embedder
+        self.vector_cache = (
+            vector_cache.VectorCache(db, budget_mb=vector_cache_mb) if vector_cache_mb > 0 else None
+        )
 
     @classmethod
-    def open(cls, path: str, *, embedder: EmbedderIdentity, busy_timeout_ms: int = 30_000) -> Store:
+    def open(
+        cls,
+        path: str,
+        *,
+        embedder: EmbedderIdentity,
+        busy_timeout_ms: int = 30_000,
+        vector_cache_mb: float = vector_cache.DEFAULT_BUDGET_MB,
+    ) -> Store:
         db = Database(path, busy_timeout_ms=busy_timeout_ms)
         try:
             with db.atomic():
@@ -67,7 +83,7 @@ class Store(SearchSignals, MessageIndex):
             ):
                 raise
             raise CorruptFileError(f"cannot use {path!r} as a memory file: {exc}") from exc
-        return cls(db, embedder)
+        return cls(db, embedder, vector_cache_mb=vector_cache_mb)
 
     def close(self) -> None:
         self.db.close()

@@ -11,6 +11,7 @@ from offline_mem.db import Database
 from offline_mem.export import export_lines
 from offline_mem.export_import import import_data
 from offline_mem.export_read import read_export
+from offline_mem.migrations import SCHEMA_VERSION
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, fact
 
 
@@ -120,17 +121,23 @@ def test_a_file_from_before_the_index_is_filled_when_opened(tmp_path):
     m.add([{"role": "user", "content": "I play the cello"},
            {"role": "system", "content": "be brief"}], user_id="u1", infer=False)  # fmt: skip
     m.close()
-    # Turn the file back into what schema 1 wrote: no message index, no migration 002.
+    # Turn the file back into what schema 1 wrote: no message index, no migrations 002, 003.
     db = Database(str(path))
     with db.atomic():
         db.execute("DROP TABLE message_vectors")
-        db.execute("DELETE FROM migrations WHERE name = '002_message_vectors'")
+        for trigger in ("memories_vector_insert", "memories_vector_delete",
+                        "memories_vector_update", "vector_changes_prune"):  # fmt: skip
+            db.execute(f"DROP TRIGGER {trigger}")
+        db.execute("DROP TABLE vector_changes")
+        db.execute(
+            "DELETE FROM migrations WHERE name IN ('002_message_vectors', '003_vector_changes')"
+        )
         db.execute("DELETE FROM meta WHERE key = 'message_vectors'")
         db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     db.close()
     reopened = open_memory(path)
     assert reopened.store.meta()["message_vectors"] == "complete"
-    assert reopened.store.meta()["schema_version"] == "2"
+    assert reopened.store.meta()["schema_version"] == str(SCHEMA_VERSION) == "3"
     assert contents(reopened.search_messages("cello", filters={"user_id": "u1"})) == [
         "I play the cello"
     ]
