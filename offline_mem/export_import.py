@@ -22,7 +22,7 @@ from .export_format import (
     Progress,
 )
 from .store import Store, keyword_text
-from .store_messages import INDEX_STATE_KEY, is_indexed_message
+from .store_messages import INDEX_STATE_KEY, is_indexed_message, message_embedding_text
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,9 @@ def _message_vectors(
     found: dict[str, np.ndarray] = {}
     for start in range(0, len(indexed), batch_size):
         chunk = indexed[start : start + batch_size]
-        vectors = memory.embedder.embed_batch([r["content"] for r in chunk])
+        vectors = memory.embedder.embed_batch(
+            [message_embedding_text(r.get("name"), r["content"]) for r in chunk]
+        )
         found.update((r["id"], v) for r, v in zip(chunk, vectors, strict=True))
     return found
 

@@ -7,13 +7,13 @@ extractor fails, `ExtractionError` propagates before any write, so the file is u
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from .admission import AdmissionContext, admit, fact_hash, read_facts
+from .admission import AdmissionContext, Fact, admit, fact_hash, read_facts
 from .embedder import Embedder
 from .entities import EntityExtractor
 from .extractor import ExtractionOutput, Extractor
@@ -22,6 +22,7 @@ from .procedural import PROCEDURAL_PROMPT_VERSION, build_procedural_prompt, rend
 from .prompts import MAX_EXISTING, MAX_RECENT, PROMPT_VERSION, ExistingMemory, PromptMessage, day
 from .prompts import build_facts_prompt as build_prompt
 from .records import AddPlan, MemoryRecord, MessageRecord, NewMemory, NewMessage
+from .relative_dates import resolve_relative_dates
 from .store import Store, keyword_text
 from .supersession import check_supersessions
 from .validation import Scope
@@ -88,6 +89,7 @@ def plan_facts(
     )
     output = models.extractor.extract(prompt)
     facts = read_facts(output.data, shown_messages=shown, shown_memories=existing)
+    facts = [_with_absolute_dates(f, request) for f in facts]
     if not facts:
         return plan, [], output
     vectors = models.embedder.embed_batch([f.text for f in facts] + [r.text for r in existing])
@@ -105,6 +107,16 @@ def plan_facts(
     _attach_entities(models.entities, admission.memories)
     plan.memories.extend(admission.memories)
     return plan, admission.results, output
+
+
+def _with_absolute_dates(fact: Fact, request: AddRequest) -> Fact:
+    """The fact with "yesterday", "last week", ... resolved against its messages' date (else the
+    add's date): a 1.5B model often leaves them, and they mean nothing a month later."""
+    stamps = [request.messages[i].observed_at for i in fact.sources]
+    known = [s for s in stamps if s is not None]
+    observed = datetime.fromisoformat(max(known)).date() if known else request.now.date()
+    text = resolve_relative_dates(fact.text, observed)
+    return fact if text == fact.text else replace(fact, text=text)
 
 
 def plan_procedural(

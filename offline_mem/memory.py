@@ -26,7 +26,7 @@ from .nlp import TextAnalyzer
 from .ranking import Weights
 from .records import AddPlan, NewMemory, NewMessage
 from .store import Store, keyword_text
-from .store_messages import is_indexed_message
+from .store_messages import is_indexed_message, message_embedding_text
 from .timeutil import iso, parse_datetime, parse_expiration, utc_now
 from .validation import (
     Message,
@@ -132,25 +132,18 @@ class Memory(MemoryReads):
     def _embed_messages(
         self, messages: Sequence[NewMessage], memories: Sequence[NewMemory]
     ) -> list[NewMessage]:
-        """Give every indexed message its vector; a raw add reuses its memory's (same text)."""
+        """Give every indexed message its vector (of `message_embedding_text`); a raw add of a
+        message without a name reuses its memory's (same text)."""
         known = {m.text: m.vector for m in memories}
-        missing = sorted(
-            {
-                m.content
-                for m in messages
-                if m.vector is None
-                and is_indexed_message(m.role, m.content)
-                and m.content not in known
-            }
-        )
+        texts = {
+            m.id: message_embedding_text(m.name, m.content)
+            for m in messages
+            if m.vector is None and is_indexed_message(m.role, m.content)
+        }
+        missing = sorted(set(texts.values()) - set(known))
         if missing:
             known.update(zip(missing, self.embedder.embed_batch(missing), strict=True))
-        return [
-            replace(m, vector=known[m.content])
-            if m.vector is None and is_indexed_message(m.role, m.content)
-            else m
-            for m in messages
-        ]
+        return [replace(m, vector=known[texts[m.id]]) if m.id in texts else m for m in messages]
 
     def _index_pending_messages(self) -> None:
         """Embed the messages of a file written before messages were indexed (or imported
@@ -159,7 +152,7 @@ class Memory(MemoryReads):
             return
         with self._lock:
             for batch in self.store.pending_message_batches():
-                vectors = self.embedder.embed_batch([content for _, _, content in batch])
+                vectors = self.embedder.embed_batch([text for _, _, text in batch])
                 self.store.index_message_vectors([(seq, user) for seq, user, _ in batch], vectors)
             self.store.mark_message_index("complete")
 

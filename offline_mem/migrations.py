@@ -212,12 +212,26 @@ def _m003_vector_changes(db: Database, ctx: MigrationContext) -> None:
     )
 
 
+def _m004_message_vectors_with_names(db: Database, ctx: MigrationContext) -> None:
+    # Message vectors are now made from "<name>: <content>" (store_messages.message_embedding_text).
+    # Vectors written before are dropped and rebuilt by `Memory` on open, like migration 002's.
+    has_messages = db.query_one("SELECT 1 FROM messages LIMIT 1") is not None
+    if has_messages:
+        db.execute("DELETE FROM message_vectors")
+    db.execute(
+        "INSERT INTO meta (key, value) VALUES ('message_vectors', ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        ("pending" if has_messages else "complete",),
+    )
+
+
 Migration = Callable[[Database, MigrationContext], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_core", _m001_core),
     ("002_message_vectors", _m002_message_vectors),
     ("003_vector_changes", _m003_vector_changes),
+    ("004_message_vectors_with_names", _m004_message_vectors_with_names),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -28,6 +28,12 @@ def is_indexed_message(role: str, content: str) -> bool:
     return role != "system" and bool(content.strip())
 
 
+def message_embedding_text(name: str | None, content: str) -> str:
+    """What a message's vector is made from: with its speaker's name when it has one, so "I moved
+    to Aarhus" said by Oskar is near "Where does Oskar live?" and far from what Alex said."""
+    return f"{name}: {content}" if name else content
+
+
 @dataclass(frozen=True)
 class MessageHit:
     record: MessageRecord
@@ -58,11 +64,11 @@ class MessageIndex:
     def pending_message_batches(
         self, batch_size: int = 256
     ) -> Iterator[list[tuple[int, str | None, str]]]:
-        """(seq, user_id, content) of indexable messages without a vector, in batches."""
+        """(seq, user_id, text to embed) of indexable messages without a vector, in batches."""
         after = 0
         while True:
             rows = self.db.query(
-                "SELECT seq, user_id, role, content FROM messages WHERE seq > ? "
+                "SELECT seq, user_id, role, name, content FROM messages WHERE seq > ? "
                 "ORDER BY seq LIMIT ?",
                 (after, batch_size),
             )
@@ -70,8 +76,8 @@ class MessageIndex:
                 return
             after = int(rows[-1][0])
             batch = [
-                (int(seq), user, content)
-                for seq, user, role, content in rows
+                (int(seq), user, message_embedding_text(name, content))
+                for seq, user, role, name, content in rows
                 if is_indexed_message(role, content)
                 and self.db.query_one("SELECT 1 FROM message_vectors WHERE rowid = ?", (seq,))
                 is None

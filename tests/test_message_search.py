@@ -3,6 +3,7 @@ even when extraction kept nothing from it. Fake models; the real embedder has it
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from invariants import violations
 
@@ -137,7 +138,7 @@ def test_a_file_from_before_the_index_is_filled_when_opened(tmp_path):
     db.close()
     reopened = open_memory(path)
     assert reopened.store.meta()["message_vectors"] == "complete"
-    assert reopened.store.meta()["schema_version"] == str(SCHEMA_VERSION) == "3"
+    assert reopened.store.meta()["schema_version"] == str(SCHEMA_VERSION) == "4"
     assert contents(reopened.search_messages("cello", filters={"user_id": "u1"})) == [
         "I play the cello"
     ]
@@ -168,3 +169,48 @@ def test_a_query_searched_twice_is_embedded_once(tmp_path):
     assert embedder.calls == [["when do I swim"]]
     assert [r["memory"] for r in memories["results"]] == ["I swim on Mondays"]
     assert contents(messages) == ["I swim on Mondays"]
+
+
+def test_the_speakers_name_is_part_of_what_is_searched(tmp_path):
+    m = open_memory(tmp_path / "m.db")
+    m.add(
+        [{"role": "user", "name": "Oskar", "content": "I moved to a new flat"},
+         {"role": "assistant", "name": "Alex", "content": "I moved to a new flat too"}],
+        user_id="u1", infer=False,
+    )  # fmt: skip
+    found = m.search_messages("Where did Oskar move?", filters={"user_id": "u1"}, top_k=2)
+    assert contents(found) == ["I moved to a new flat", "I moved to a new flat too"]
+    assert [hit["name"] for hit in found["results"]] == ["Oskar", "Alex"]
+    found = m.search_messages("Where did Alex move?", filters={"user_id": "u1"}, top_k=2)
+    assert [hit["name"] for hit in found["results"]] == ["Alex", "Oskar"]
+    # the stored vector is the one of "<name>: <content>"
+    db = m.store.db
+    (blob,) = db.query_one(
+        "SELECT v.embedding FROM message_vectors v JOIN messages g ON g.seq = v.rowid "
+        "WHERE g.name = 'Oskar'"
+    )
+    want = FakeEmbedder().embed("Oskar: I moved to a new flat")
+    assert np.allclose(np.frombuffer(blob, dtype=np.float32), want)
+
+
+def test_vectors_from_before_names_counted_are_rebuilt_when_opened(tmp_path):
+    path = tmp_path / "old.db"
+    m = open_memory(path)
+    m.add([{"role": "user", "name": "Oskar", "content": "I play the cello"}], user_id="u1",
+          infer=False)  # fmt: skip
+    m.close()
+    # What schema 3 wrote: the vector of the content alone, and no migration 004.
+    db = Database(str(path))
+    old = FakeEmbedder().embed("I play the cello").astype(np.float32).tobytes()
+    with db.atomic():
+        (seq,) = db.query_one("SELECT rowid FROM message_vectors")
+        db.execute("UPDATE message_vectors SET embedding = ? WHERE rowid = ?", (old, seq))
+        db.execute("DELETE FROM migrations WHERE name = '004_message_vectors_with_names'")
+        db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    db.close()
+    reopened = open_memory(path)
+    assert reopened.store.meta()["message_vectors"] == "complete"
+    (blob,) = reopened.store.db.query_one("SELECT embedding FROM message_vectors")
+    want = FakeEmbedder().embed("Oskar: I play the cello")
+    assert np.allclose(np.frombuffer(blob, dtype=np.float32), want)
+    assert violations(reopened.store.db) == []
