@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .content_words import share_a_content_word
 from .records import MemoryRecord, NewMemory, NewMessage
 from .store import keyword_text
 
@@ -155,6 +156,8 @@ class AdmissionContext:
     metadata: Mapping[str, Any]
     expiration_date: str | None = None
     new_id: Callable[[], str] = lambda: str(uuid.uuid4())
+    # words that name the speakers ("user", "Oskar"): they say who, not what a fact is about
+    names: frozenset[str] = frozenset({"user", "assistant"})
 
 
 def _supersession_targets(
@@ -163,16 +166,31 @@ def _supersession_targets(
     shown: Sequence[MemoryRecord],
     by_id: dict[str, int],
     superseded: set[str],
+    names: frozenset[str],
 ) -> list[str]:
     """The shown memories a fact supersedes: those the model named that pass the similarity
-    floor; if it named some and none passed, the most similar shown memory above the retarget
-    threshold."""
+    floor and share a content word with it (measured on the side-by-side benchmark: the model
+    had "moved to Aarhus" supersede "finished reading The Overstory"); if it named some and
+    none passed, the most similar shown memory above the retarget threshold, on the same
+    condition."""
+
+    def about_the_same(old: MemoryRecord) -> bool:
+        return share_a_content_word(fact.text, old.text, names)
+
     named = [old for old in fact.supersedes if old not in superseded]
-    kept = [old for old in named if similar[by_id[old]] >= SUPERSEDE_MIN_SIMILARITY]
+    kept = [
+        old
+        for old in named
+        if similar[by_id[old]] >= SUPERSEDE_MIN_SIMILARITY and about_the_same(shown[by_id[old]])
+    ]
     if kept or not named or not len(similar):
         return kept
     best = int(np.argmax(similar))
-    if similar[best] >= SUPERSEDE_RETARGET_SIMILARITY and shown[best].id not in superseded:
+    if (
+        similar[best] >= SUPERSEDE_RETARGET_SIMILARITY
+        and shown[best].id not in superseded
+        and about_the_same(shown[best])
+    ):
         return [shown[best].id]
     return []
 
@@ -190,7 +208,9 @@ def admit(facts: Sequence[Fact], vectors: np.ndarray, ctx: AdmissionContext) -> 
             out.dropped.append((fact.text, "duplicate"))
             continue
         similar = _similarities(vector, ctx.shown_vectors)
-        replaces = _supersession_targets(fact, similar, ctx.shown_memories, by_id, superseded)
+        replaces = _supersession_targets(
+            fact, similar, ctx.shown_memories, by_id, superseded, ctx.names
+        )
         near = [
             ctx.shown_memories[int(i)].id
             for i in np.flatnonzero(similar >= NEAR_DUPLICATE_THRESHOLD)

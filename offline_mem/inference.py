@@ -18,6 +18,7 @@ from .embedder import Embedder
 from .entities import EntityExtractor
 from .extractor import ExtractionOutput, Extractor
 from .filters import compile_filters
+from .grounding import ground_facts, speaker_names
 from .procedural import PROCEDURAL_PROMPT_VERSION, build_procedural_prompt, render_summary
 from .prompts import MAX_EXISTING, MAX_RECENT, PROMPT_VERSION, ExistingMemory, PromptMessage, day
 from .prompts import build_facts_prompt as build_prompt
@@ -89,6 +90,7 @@ def plan_facts(
     )
     output = models.extractor.extract(prompt)
     facts = read_facts(output.data, shown_messages=shown, shown_memories=existing)
+    facts, misattributed = ground_facts(facts, request.messages, shown)
     facts = [_with_absolute_dates(f, request) for f in facts]
     if not facts:
         return plan, [], output
@@ -97,12 +99,14 @@ def plan_facts(
     context = AdmissionContext(
         messages=request.messages, shown_memories=existing, shown_vectors=vectors[len(facts) :],
         existing_hashes=frozenset(hashes), metadata=request.metadata,
-        expiration_date=request.expiration_date,
+        expiration_date=request.expiration_date, names=speaker_names(request.messages),
     )  # fmt: skip
     admission = admit(facts, vectors[: len(facts)], context)
+    admission.dropped.extend(misattributed)
     check_supersessions(
         models.extractor, admission, existing, vectors[len(facts) :],
         now_day=day(request.now), instructions=request.instructions,
+        names=speaker_names(request.messages),
     )  # fmt: skip
     _attach_entities(models.entities, admission.memories)
     plan.memories.extend(admission.memories)

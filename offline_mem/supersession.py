@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .admission import Admission
+from .content_words import share_a_content_word
 from .extractor import Extractor, Prompt
 from .prompts import day, facts_system_prompt
 from .records import MemoryRecord, NewMemory
@@ -78,10 +79,12 @@ def pairs_to_check(
     memories: Sequence[NewMemory],
     shown: Sequence[MemoryRecord],
     shown_vectors: np.ndarray,
+    names: frozenset[str] = frozenset(),
 ) -> list[CheckPair]:
     """Each new memory that supersedes nothing, with its most similar shown memory not already
-    superseded in this add; pairs below the floor dropped; at most MAX_CHECKS, most similar
-    first; an old memory is checked once."""
+    superseded in this add that shares a content word with it (`names`, the speakers' names,
+    do not count); pairs below the floor dropped; at most MAX_CHECKS, most similar first; an
+    old memory is checked once."""
     if not len(shown):
         return []
     taken = {old for m in memories for old in m.supersedes}
@@ -92,7 +95,8 @@ def pairs_to_check(
             continue
         similar = matrix @ np.asarray(memory.vector, dtype=np.float32)
         for j in np.argsort(-similar, kind="stable"):
-            if shown[int(j)].id not in taken:
+            old = shown[int(j)]
+            if old.id not in taken and share_a_content_word(memory.text, old.text, names):
                 candidates.append(CheckPair(index, int(j), float(similar[int(j)])))
                 break
     candidates.sort(key=lambda p: (-p.similarity, p.memory))
@@ -136,12 +140,13 @@ def check_supersessions(
     *,
     now_day: str | None,
     instructions: str | None,
+    names: frozenset[str] = frozenset({"user", "assistant"}),
 ) -> int:
     """Ask about each chosen pair and record the supersessions found in `admission` (its
     memories and its Mem0-shaped results). Returns how many were found. An ExtractionError
     propagates: the add fails and nothing is written."""
     found = 0
-    for pair in pairs_to_check(admission.memories, shown, shown_vectors):
+    for pair in pairs_to_check(admission.memories, shown, shown_vectors, names):
         memory, old = admission.memories[pair.memory], shown[pair.shown]
         prompt = build_check_prompt(old, memory, now_day=now_day, instructions=instructions)
         if not interpret(extractor.extract(prompt).data):

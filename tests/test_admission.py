@@ -11,6 +11,7 @@ from offline_mem.admission import (
     fact_hash,
     read_facts,
 )
+from offline_mem.content_words import share_a_content_word
 from offline_mem.memory import content_hash
 from offline_mem.records import MemoryRecord, NewMessage
 from offline_mem.testing import FakeEmbedder, fact
@@ -135,3 +136,25 @@ def test_a_wrong_alias_is_retargeted_to_the_most_similar_memory():
 def test_no_retarget_when_nothing_shown_is_similar_enough():
     _, out = run({"facts": [fact("Congratulations on the new job!", supersedes=[1])]})
     assert out.memories[0].supersedes == []
+
+
+def test_a_supersession_needs_the_two_facts_to_share_a_content_word():
+    shown = [record(0, "User finished reading The Overstory."), record(1, "User lives in Ghent.")]
+    # the model names the book as replaced by the move: nothing in common, so it stays
+    _, out = run({"facts": [fact("User moved to Aarhus last weekend.", supersedes=[0])]},
+                 shown=shown)  # fmt: skip
+    assert out.memories[0].supersedes == []
+    _, out = run({"facts": [fact("User moved from Ghent to Aarhus.", supersedes=[1])]},
+                 shown=shown)  # fmt: skip
+    assert out.memories[0].supersedes == ["mem-1"]
+
+
+def test_content_words_leave_out_names_numbers_and_months_and_join_living_and_moving():
+    names = frozenset({"user", "assistant", "oskar"})
+    assert share_a_content_word("Oskar lives in Ghent.", "User moved to Aarhus.", names)
+    assert not share_a_content_word(
+        "Oskar baked bread on 11 September 2023.",
+        "Oskar had teeth out on 16 September 2023.",
+        names,
+    )
+    assert share_a_content_word("User drives a Kia.", "User sold the Kia.", names)

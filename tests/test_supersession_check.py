@@ -19,14 +19,16 @@ def unit(*values: float) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def new_memory(memory_id: str, vector: np.ndarray, supersedes=()) -> NewMemory:
-    return NewMemory(id=memory_id, text=memory_id, hash=memory_id, vector=vector,
-                     keyword_text=memory_id, metadata={}, supersedes=list(supersedes))  # fmt: skip
+def new_memory(memory_id: str, vector: np.ndarray, supersedes=(), text: str = "") -> NewMemory:
+    text = text or f"{memory_id} about the garden"
+    return NewMemory(id=memory_id, text=text, hash=memory_id, vector=vector,
+                     keyword_text=text, metadata={}, supersedes=list(supersedes))  # fmt: skip
 
 
 class Shown:
-    def __init__(self, memory_id: str) -> None:
+    def __init__(self, memory_id: str, text: str = "") -> None:
         self.id = memory_id
+        self.text = text or f"{memory_id} about the garden"
 
 
 def test_pairs_most_similar_first_above_the_floor_each_old_memory_once():
@@ -51,6 +53,23 @@ def test_pairs_below_the_floor_are_not_checked():
     far = unit(0.3, 1)  # cosine 0.29
     assert pairs_to_check([new_memory("n", far)], shown, vectors) == []  # type: ignore[arg-type]
     assert pairs_to_check([new_memory("n", far)], [], np.zeros((0, 2))) == []
+
+
+def test_a_pair_must_share_a_content_word_beyond_names_and_dates():
+    shown = [
+        Shown("close", "Oskar baked his first sourdough loaf on 11 September 2023."),
+        Shown("next", "Oskar's wisdom teeth appointment was in September."),
+    ]
+    vectors = np.stack([unit(1, 0.2), unit(1, 0.6)])
+    new = new_memory(
+        "n", unit(1, 0.1), text="Oskar had his wisdom teeth taken out on 16 September 2023."
+    )
+    names = frozenset({"user", "assistant", "oskar"})
+    pairs = pairs_to_check([new], shown, vectors, names)  # type: ignore[arg-type]
+    # the most similar old memory shares only the name, the month and the year: skipped
+    assert [(p.memory, p.shown) for p in pairs] == [(0, 1)]
+    unrelated = [Shown("only", "Oskar moved to Ghent in September 2023.")]
+    assert pairs_to_check([new], unrelated, vectors[:1], names) == []  # type: ignore[arg-type]
 
 
 def memory(tmp_path, *script, still_true=None):

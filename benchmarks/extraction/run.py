@@ -188,11 +188,16 @@ SAME = [
 ]  # fmt: skip
 
 
+SPEAKERS = frozenset({"user", "assistant"})
+
+
 def check_pairs(extractor: Extractor, embedder: Any) -> dict[str, Any]:
     """The supersession check alone on 16 pairs: how often it is right, and how often it would
-    be asked at all (pairs below CHECK_MIN_SIMILARITY are never checked)."""
+    be asked at all (pairs below CHECK_MIN_SIMILARITY, or sharing no content word, are never
+    checked)."""
     from types import SimpleNamespace
 
+    from offline_mem.content_words import share_a_content_word
     from offline_mem.supersession import CHECK_MIN_SIMILARITY, build_check_prompt, interpret
 
     rows = []
@@ -206,7 +211,9 @@ def check_pairs(extractor: Extractor, embedder: Any) -> dict[str, Any]:
             similarity = float(vectors[0] @ vectors[1])
             rows.append({"old": old, "new": new, "expected_still_true": want_still_true,
                          "answered_still_true": still_true, "similarity": round(similarity, 3),
-                         "checked": similarity >= CHECK_MIN_SIMILARITY})  # fmt: skip
+                         "shares_a_word": share_a_content_word(old, new, SPEAKERS),
+                         "checked": similarity >= CHECK_MIN_SIMILARITY
+                         and share_a_content_word(old, new, SPEAKERS)})  # fmt: skip
     right = [r for r in rows if r["answered_still_true"] == r["expected_still_true"]]
     checked = [r for r in rows if r["checked"]]
     return {

@@ -1,0 +1,73 @@
+"""Facts are credited to the message (and speaker) whose words they carry (grounding.py)."""
+
+from __future__ import annotations
+
+from offline_mem import Memory
+from offline_mem.admission import Fact
+from offline_mem.grounding import ground_facts
+from offline_mem.records import NewMessage
+from offline_mem.testing import FakeEmbedder, FakeExtractor, fact
+
+MESSAGES = [
+    NewMessage("m0", "system", "Be brief.", None, None),
+    NewMessage(
+        "m1",
+        "user",
+        "Hey Alex! I finally sold the Kia Niro and bought a Volvo XC40.",
+        "Oskar",
+        None,
+    ),
+    NewMessage("m2", "assistant", "I have a hamster called Noodle, you should meet.", "Alex", None),
+]
+SHOWN = [1, 2]
+
+
+def one(text: str, said_by: str | None, sources: tuple[int, ...]) -> Fact:
+    return Fact(text=text, attributed_to=said_by, sources=sources, related=(), supersedes=())
+
+
+def test_a_correct_citation_is_kept() -> None:
+    facts = [one("Oskar bought a Volvo XC40.", "user", (1,))]
+    assert ground_facts(facts, MESSAGES, SHOWN) == (facts, [])
+
+
+def test_a_wrong_citation_is_moved_to_the_message_with_the_words() -> None:
+    kept, dropped = ground_facts([one("Alex has a hamster called Noodle.", "assistant", (1,))],
+                                 MESSAGES, SHOWN)  # fmt: skip
+    assert dropped == []
+    assert [(f.sources, f.attributed_to) for f in kept] == [((2,), "assistant")]
+
+
+def test_the_other_speakers_words_credited_to_the_user_are_dropped() -> None:
+    for text in ("Oskar has a hamster called Noodle.", "User has a hamster called Noodle."):
+        kept, dropped = ground_facts([one(text, "user", (1,))], MESSAGES, SHOWN)
+        assert kept == []
+        assert dropped == [(text, "said by the assistant, credited to the other side")]
+
+
+def test_a_wrong_speaker_with_the_right_name_is_corrected() -> None:
+    kept, _ = ground_facts([one("Alex has a hamster called Noodle.", "user", (1,))],
+                           MESSAGES, SHOWN)  # fmt: skip
+    assert [(f.sources, f.attributed_to) for f in kept] == [((2,), "assistant")]
+
+
+def test_a_paraphrase_sharing_no_word_is_left_alone() -> None:
+    facts = [one("User is vegetarian.", "user", (2,))]
+    assert ground_facts(facts, MESSAGES, SHOWN) == (facts, [])
+
+
+def test_the_memory_file_records_the_grounded_source(tmp_path) -> None:
+    extractor = FakeExtractor({"facts": [
+        fact("Oskar sold the Kia Niro.", from_messages=[2]),
+        fact("Oskar has a hamster called Noodle.", from_messages=[1]),
+    ]})  # fmt: skip
+    with Memory({"path": str(tmp_path / "m.db"), "nlp": None}, embedder=FakeEmbedder(),
+                extractor=extractor) as memory:  # fmt: skip
+        result = memory.add(
+            [{"role": "user", "name": "Oskar", "content": MESSAGES[1].content},
+             {"role": "assistant", "name": "Alex", "content": MESSAGES[2].content}],
+            user_id="u1",
+        )  # fmt: skip
+        assert [r["memory"] for r in result["results"]] == ["Oskar sold the Kia Niro."]
+        hits = memory.search("Kia Niro", filters={"user_id": "u1"}, include_sources=True)
+        assert [s["content"] for s in hits["results"][0]["sources"]] == [MESSAGES[1].content]
