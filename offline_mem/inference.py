@@ -18,7 +18,7 @@ from .embedder import Embedder
 from .entities import EntityExtractor
 from .extractor import ExtractionOutput, Extractor
 from .filters import compile_filters
-from .grounding import ground_facts, speaker_names
+from .grounding import NAME_KINDS, drop_subject_swaps, ground_facts, speaker_names
 from .procedural import PROCEDURAL_PROMPT_VERSION, build_procedural_prompt, render_summary
 from .prompts import MAX_EXISTING, MAX_RECENT, PROMPT_VERSION, ExistingMemory, PromptMessage, day
 from .prompts import build_facts_prompt as build_prompt
@@ -91,6 +91,9 @@ def plan_facts(
     output = models.extractor.extract(prompt)
     facts = read_facts(output.data, shown_messages=shown, shown_memories=existing)
     facts, misattributed = ground_facts(facts, request.messages, shown)
+    facts, swapped = drop_subject_swaps(
+        facts, request.messages, lambda texts: _names_in(models.entities, texts)
+    )
     facts = [_with_absolute_dates(f, request) for f in facts]
     if not facts:
         return plan, [], output
@@ -102,7 +105,7 @@ def plan_facts(
         expiration_date=request.expiration_date, names=speaker_names(request.messages),
     )  # fmt: skip
     admission = admit(facts, vectors[: len(facts)], context)
-    admission.dropped.extend(misattributed)
+    admission.dropped.extend(misattributed + swapped)
     check_supersessions(
         models.extractor, admission, existing, vectors[len(facts) :],
         now_day=day(request.now), instructions=request.instructions,
@@ -111,6 +114,13 @@ def plan_facts(
     _attach_entities(models.entities, admission.memories)
     plan.memories.extend(admission.memories)
     return plan, admission.results, output
+
+
+def _names_in(entities: EntityExtractor, texts: Sequence[str]) -> list[list[str]]:
+    return [
+        [m.name for m in mentions if m.kind in NAME_KINDS]
+        for mentions in entities.extract_batch(texts)
+    ]
 
 
 def _with_absolute_dates(fact: Fact, request: AddRequest) -> Fact:

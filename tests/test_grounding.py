@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from offline_mem import Memory
 from offline_mem.admission import Fact
-from offline_mem.grounding import ground_facts
+from offline_mem.grounding import drop_subject_swaps, ground_facts
 from offline_mem.records import NewMessage
 from offline_mem.testing import FakeEmbedder, FakeExtractor, fact
 
@@ -71,3 +71,24 @@ def test_the_memory_file_records_the_grounded_source(tmp_path) -> None:
         assert [r["memory"] for r in result["results"]] == ["Oskar sold the Kia Niro."]
         hits = memory.search("Kia Niro", filters={"user_id": "u1"}, include_sources=True)
         assert [s["content"] for s in hits["results"][0]["sources"]] == [MESSAGES[1].content]
+
+
+def names_by_capitals(texts):
+    return [[w for w in t.replace(".", " ").split() if w[:1].isupper()] for t in texts]
+
+
+def test_a_third_persons_deed_written_as_the_users_is_dropped() -> None:
+    messages = [
+        NewMessage("m", "user", "Hey Alex! Lena adopted a cat called Pepper.", "Oskar", None)
+    ]
+    swapped = one("Oskar adopted a cat called Pepper.", "user", (0,))
+    kept_fact = one("Oskar's neighbour Lena adopted a cat called Pepper.", "user", (0,))
+    kept, dropped = drop_subject_swaps([swapped, kept_fact], messages, names_by_capitals)
+    assert kept == [kept_fact]
+    assert dropped == [("Oskar adopted a cat called Pepper.", "about Lena, not the user")]
+
+
+def test_a_sentence_in_the_first_person_is_the_users_own() -> None:
+    messages = [NewMessage("m", "user", "Lena and I adopted a cat called Pepper.", "Oskar", None)]
+    facts = [one("User adopted a cat called Pepper.", "user", (0,))]
+    assert drop_subject_swaps(facts, messages, names_by_capitals) == (facts, [])
