@@ -58,7 +58,7 @@ class MemoryConfig:
         threads = values.get("threads")
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise ConfigError(f"config 'threads' must be a positive integer, got {threads!r}")
-        cache_mb = values.get("vector_cache_mb", 512)
+        cache_mb = values.get("vector_cache_mb", cls.vector_cache_mb)
         if isinstance(cache_mb, bool) or not isinstance(cache_mb, (int, float)) or cache_mb < 0:
             raise ConfigError(
                 f"config 'vector_cache_mb' must be a number of MiB >= 0, got {cache_mb!r}"

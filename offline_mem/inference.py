@@ -90,6 +90,7 @@ def plan_facts(
     )
     output = models.extractor.extract(prompt)
     facts = read_facts(output.data, shown_messages=shown, shown_memories=existing)
+    names = speaker_names(request.messages)
     facts, misattributed = ground_facts(facts, request.messages, shown)
     facts, swapped = drop_subject_swaps(
         facts, request.messages, lambda texts: _names_in(models.entities, texts)
@@ -102,14 +103,14 @@ def plan_facts(
     context = AdmissionContext(
         messages=request.messages, shown_memories=existing, shown_vectors=vectors[len(facts) :],
         existing_hashes=frozenset(hashes), metadata=request.metadata,
-        expiration_date=request.expiration_date, names=speaker_names(request.messages),
+        expiration_date=request.expiration_date, names=names,
     )  # fmt: skip
     admission = admit(facts, vectors[: len(facts)], context)
     admission.dropped.extend(misattributed + swapped)
     check_supersessions(
         models.extractor, admission, existing, vectors[len(facts) :],
         now_day=day(request.now), instructions=request.instructions,
-        names=speaker_names(request.messages),
+        names=names,
     )  # fmt: skip
     _attach_entities(models.entities, admission.memories)
     plan.memories.extend(admission.memories)

@@ -172,7 +172,7 @@ class VectorCache:
             return found
 
     def rows(self, partition: str) -> dict[int, np.ndarray] | None:
-        """The held partition's rows (rowid -> unit vector), for tests and `verify`."""
+        """The held partition's rows (rowid -> unit vector), for tests."""
         with self._lock:
             part = self._usable(partition)
             if part is None:
@@ -258,11 +258,8 @@ class VectorCache:
         vectors = {r[1] for r in self.db.query(f"PRAGMA table_info({self.table}_vector_chunks00)")}
         return chunks == _CHUNK_COLUMNS and vectors == _VECTOR_CHUNK_COLUMNS
 
-    def _uses_shadow_tables(self) -> bool:
-        return self._shadow_layout
-
     def _count(self, partition: str) -> int:
-        if self._uses_shadow_tables():
+        if self._shadow_layout:
             rows = self.db.query(
                 f"SELECT size, validity FROM {self.table}_chunks WHERE partition00 = ?",
                 (partition,),
@@ -277,7 +274,7 @@ class VectorCache:
         self.loads += 1
         rowids, matrix = (
             read_partition_shadow(self.db, self.table, partition)
-            if self._uses_shadow_tables()
+            if self._shadow_layout
             else read_partition_plain(self.db, self.table, partition)
         )
         return _Partition.of(rowids, matrix, last_seq)
