@@ -60,7 +60,6 @@ class Fact:
     text: str
     attributed_to: str | None
     sources: tuple[int, ...]  # indexes into the plan's messages
-    related: tuple[str, ...]  # memory ids
     supersedes: tuple[str, ...]  # memory ids
 
 
@@ -115,9 +114,12 @@ def read_facts(
     *,
     shown_messages: Sequence[int],
     shown_memories: Sequence[MemoryRecord],
+    roles: Sequence[str],
 ) -> list[Fact]:
     """The answer's facts. `shown_messages[n - 1]` is the plan index of new message n;
-    `shown_memories[i]` is the memory shown as alias i."""
+    `shown_memories[i]` is the memory shown as alias i; `roles[i]` is the role of plan message
+    i. A fact is attributed to the side that said the messages it cites (no side when it cites
+    both): the answer carries no speaker of its own, which saves generated tokens."""
     raw = answer.get("facts")
     if not isinstance(raw, list):
         return []
@@ -128,17 +130,15 @@ def read_facts(
         text = _clean_text(item.get("text"))
         if not text:
             continue
-        said_by = item.get("said_by")
         numbers = [n for n in _indexes(item.get("from_messages")) if 1 <= n <= len(shown_messages)]
         # A fact that names no valid message is credited to every message shown.
-        sources = [shown_messages[n - 1] for n in numbers] or list(shown_messages)
-
+        sources = _unique([shown_messages[n - 1] for n in numbers]) or _unique(shown_messages)
+        sides = {roles[i] for i in sources} & set(ATTRIBUTIONS)
         facts.append(
             Fact(
                 text=text,
-                attributed_to=said_by if said_by in ATTRIBUTIONS else None,
-                sources=_unique(sources),
-                related=_aliases(item.get("related"), shown_memories),
+                attributed_to=sides.pop() if len(sides) == 1 else None,
+                sources=sources,
                 supersedes=_aliases(item.get("supersedes"), shown_memories),
             )
         )

@@ -11,7 +11,7 @@ five-letter stem so "adopted" meets "adopt") are counted in each new message. Th
 model's citation unless another message shares strictly more of them; then that message becomes
 the source. When the source so found was said by the other side than the model claimed, and the
 fact names the claimed speaker but not the real one, the fact is about the wrong person and is
-dropped; otherwise only its `said_by` is corrected. A fact that shares no word with any new
+dropped; otherwise only its attribution is corrected. A fact that shares no word with any new
 message (a paraphrase such as "User is vegetarian" from "I don't eat meat") is left as the model
 wrote it: too little to judge.
 """
@@ -44,7 +44,7 @@ def _names(messages: Sequence[NewMessage], role: str) -> frozenset[str]:
 def ground_facts(
     facts: Sequence[Fact], messages: Sequence[NewMessage], shown: Sequence[int]
 ) -> tuple[list[Fact], list[tuple[str, str]]]:
-    """The facts with sources (and `said_by`) corrected, and those dropped with the reason.
+    """The facts with sources (and attribution) corrected, and those dropped with the reason.
     `shown` are the plan indexes of the new messages the model saw."""
     sides = {role: _names(messages, role) for role in ("user", "assistant")}
     every_name = frozenset().union(*sides.values())

@@ -20,7 +20,14 @@ from .extractor import ExtractionOutput, Extractor
 from .filters import compile_filters
 from .grounding import NAME_KINDS, drop_subject_swaps, ground_facts, speaker_names
 from .procedural import PROCEDURAL_PROMPT_VERSION, build_procedural_prompt, render_summary
-from .prompts import MAX_EXISTING, MAX_RECENT, PROMPT_VERSION, ExistingMemory, PromptMessage, day
+from .prompts import (
+    MAX_EXISTING,
+    PROMPT_VERSION,
+    ExistingMemory,
+    PromptMessage,
+    day,
+    recent_window_start,
+)
 from .prompts import build_facts_prompt as build_prompt
 from .records import AddPlan, MemoryRecord, MessageRecord, NewMemory, NewMessage
 from .relative_dates import resolve_relative_dates
@@ -79,7 +86,8 @@ def plan_facts(
     if not shown:
         return plan, [], None
     texts = [request.messages[i].content for i in shown]
-    recent = store.recent_messages(request.scope, MAX_RECENT)
+    count = store.message_count(request.scope)
+    recent = store.recent_messages(request.scope, count - recent_window_start(count))
     existing = existing_memories(store, models.embedder, request.scope, texts, request.now)
     prompt = build_prompt(
         new_messages=[_prompt_message(request.messages[i]) for i in shown],
@@ -89,7 +97,8 @@ def plan_facts(
         instructions=request.instructions,
     )
     output = models.extractor.extract(prompt)
-    facts = read_facts(output.data, shown_messages=shown, shown_memories=existing)
+    roles = [m.role for m in request.messages]
+    facts = read_facts(output.data, shown_messages=shown, shown_memories=existing, roles=roles)
     names = speaker_names(request.messages)
     facts, misattributed = ground_facts(facts, request.messages, shown)
     facts, swapped = drop_subject_swaps(

@@ -2,9 +2,23 @@
 
 Layout, most stable first, so that llama.cpp's KV cache serves the longest possible prefix:
 the static instructions and examples (identical on every call), then the caller's custom
-instructions (fixed for a `Memory`), then the dates (change once a day), then the scope's recent
-messages, the existing memories under small integer aliases, and last the new messages.
-The model never sees a real memory id: only the aliases 0..9, mapped back by admission.
+instructions (fixed for a `Memory`), then the scope's recent messages, the existing memories
+under small integer aliases, and last the new messages with their date. The model never sees a
+real memory id: only the aliases 0..9, mapped back by admission.
+
+The prompt holds no clock reading: with timestamps on the messages it is a function of the data
+alone, so a run gives the same memories whatever day it runs (today's date is shown only for
+messages that carry no timestamp).
+
+The recent messages are a window that only grows between jumps (`recent_window_start`): one add's
+prompt starts with the previous add's prompt up to the end of its recent messages, so the KV cache
+serves them. A sliding window of the last ten would change its first line on every add and
+re-evaluate everything after the system message (measured on the side-by-side benchmark: ~400
+prompt tokens per add, 8 s of a 15 s add at one thread).
+
+The answer carries a fact's text, the new messages it comes from and the memories it supersedes,
+nothing else: on two cores every generated token costs as much as ~3 prompt tokens, and who said a
+fact follows from the messages it cites.
 """
 
 from __future__ import annotations
@@ -16,17 +30,21 @@ from typing import Any
 
 from .extractor import Prompt
 
-PROMPT_VERSION = "facts-2"
+PROMPT_VERSION = "facts-3"
 
 MAX_FACTS = 6  # facts per answer (two messages rarely hold more)
 MAX_FACT_CHARS = 200
 MAX_REFS = 6  # message numbers / memory aliases per fact
 MAX_EXISTING = 10  # existing memories shown
-MAX_RECENT = 10  # recent messages shown
+# The recent messages shown: all since the window's start, which moves RECENT_STEP messages at a
+# time and leaves at least RECENT_MIN messages; so between RECENT_MIN and RECENT_MIN+RECENT_STEP-1.
+RECENT_MIN = 4
+RECENT_STEP = 8
+MAX_RECENT = RECENT_MIN + RECENT_STEP - 1
 RECENT_CHARS = 300  # each recent message is cut to this (as Mem0)
 NEW_MESSAGE_CHARS = 4000  # each new message is cut to this
-# Bounds the answer: 6 facts x (200 chars ~ 50 tokens + ~35 tokens of JSON keys) = ~510.
-FACTS_MAX_TOKENS = 640
+# Bounds the answer: 6 facts x (200 chars ~ 50 tokens + ~20 tokens of JSON keys) = ~420.
+FACTS_MAX_TOKENS = 512
 
 _INDEX = {"type": "integer", "minimum": 0, "maximum": 99}
 
@@ -40,12 +58,10 @@ FACTS_SCHEMA: dict[str, Any] = {
                 "type": "object",
                 "properties": {
                     "text": {"type": "string", "minLength": 1, "maxLength": MAX_FACT_CHARS},
-                    "said_by": {"enum": ["user", "assistant"]},
                     "from_messages": {"type": "array", "maxItems": MAX_REFS, "items": _INDEX},
-                    "related": {"type": "array", "maxItems": MAX_REFS, "items": _INDEX},
                     "supersedes": {"type": "array", "maxItems": MAX_REFS, "items": _INDEX},
                 },
-                "required": ["text", "said_by", "from_messages", "related", "supersedes"],
+                "required": ["text", "from_messages", "supersedes"],
                 "additionalProperties": False,
             },
         }
@@ -66,36 +82,36 @@ Rules:
 and use names, never pronouns like "he", "she", "it", "they", "I" or "my".
 3. Write one fact per piece of information; keep specific names, numbers and places.
 4. Write dates as absolute dates: resolve "today", "yesterday", "last week", "next Friday" \
-against the observation date.
-5. "said_by" is "user" when the user said it and "assistant" when the assistant said it.
-6. "from_messages" lists the numbers of the new messages the fact comes from.
-7. "related" lists the numbers of existing memories about the same subject.
-8. "supersedes" lists the numbers of existing memories that the fact makes no longer true, \
+against the date of the new messages.
+5. "from_messages" lists the numbers of the new messages the fact comes from.
+6. "supersedes" lists the numbers of existing memories that the fact makes no longer true, \
 because something changed: the user moved, changed jobs, changed a preference, a plan was \
 cancelled or moved. A fact that only talks about the past ("User used to love hiking") or adds \
 detail supersedes nothing. Leave it empty unless an existing memory became false.
-9. Skip greetings, thanks, small talk, questions without facts and general advice. Do not \
-repeat a fact that an existing memory already states. If there is nothing new, answer \
-{"facts": []}.
+7. Skip greetings, thanks, small talk, questions without facts and general advice. Do not \
+repeat a fact that an existing memory or a recent message already states. If there is nothing \
+new, answer {"facts": []}.
 
 Example 1.
-Observation date: 2024-06-05 (Wednesday)
+Recent messages (context only):
+- [2024-06-01 (Saturday)] user: I finally finished the marathon!
+- assistant: Congratulations!
 Existing memories:
 0. User works as a nurse at Santa Maria hospital.
 1. User lives in Lisbon.
 2. User has a cat named Mia.
-New messages:
+New messages (2024-06-05 (Wednesday)):
 1. user: Hi! I moved to Porto last month and now I work at São João hospital. Mia loves the \
 new flat. My sister Ana visits on Sunday.
 2. assistant: Nice! Enjoy the visit.
 Answer:
-{"facts": [{"text": "User moved from Lisbon to Porto in May 2024.", "said_by": "user", \
-"from_messages": [1], "related": [1], "supersedes": [1]}, {"text": "User works as a nurse at \
-São João hospital.", "said_by": "user", "from_messages": [1], "related": [0], "supersedes": \
-[0]}, {"text": "User's sister is named Ana.", "said_by": "user", "from_messages": [1], \
-"related": [], "supersedes": []}, {"text": "Ana visits User on Sunday 9 June 2024.", \
-"said_by": "user", "from_messages": [1], "related": [], "supersedes": []}]}
-(The cat Mia is already memory 2, so it is not repeated; the assistant's reply holds no fact.)
+{"facts": [{"text": "User moved from Lisbon to Porto in May 2024.", "from_messages": [1], \
+"supersedes": [1]}, {"text": "User works as a nurse at São João hospital.", "from_messages": \
+[1], "supersedes": [0]}, {"text": "User's sister is named Ana.", "from_messages": [1], \
+"supersedes": []}, {"text": "Ana visits User on Sunday 9 June 2024.", "from_messages": [1], \
+"supersedes": []}]}
+(The cat Mia is already memory 2 and the marathon is a recent message, so neither is repeated; \
+the assistant's reply holds no fact.)
 
 Example 2.
 New messages:
@@ -104,8 +120,8 @@ New messages:
 Answer:
 {"facts": []}
 
-Answer with one JSON object: {"facts": [...]}, each fact with "text", "said_by", \
-"from_messages", "related" and "supersedes"."""
+Answer with one JSON object: {"facts": [...]}, each fact with "text", "from_messages" and \
+"supersedes"."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +171,24 @@ def facts_system_prompt(instructions: str | None) -> str:
     return FACTS_INSTRUCTIONS
 
 
+def recent_window_start(count: int) -> int:
+    """The position (0-based, in the scope's message order) of the first recent message shown,
+    when the scope holds `count` messages before this add. It moves RECENT_STEP messages at a
+    time, so consecutive adds show the same first messages and the KV cache serves them."""
+    return max(0, (count - RECENT_MIN) // RECENT_STEP * RECENT_STEP)
+
+
+def _stamped(messages: Sequence[PromptMessage]) -> list[tuple[str, PromptMessage]]:
+    """Each message with its day in brackets when the day differs from the previous message's:
+    a line's stamp depends only on the lines above it, so the text above stays the same."""
+    out, previous = [], None
+    for message in messages:
+        today = day(message.observed_at)
+        out.append((f"[{today}] " if today and today != previous else "", message))
+        previous = today or previous
+    return out
+
+
 def build_facts_prompt(
     *,
     new_messages: Sequence[PromptMessage],
@@ -163,17 +197,16 @@ def build_facts_prompt(
     now: datetime,
     instructions: str | None = None,
 ) -> Prompt:
-    """The extraction prompt. `existing[i]` is shown as memory i; `new_messages[i]` as message
-    i + 1. `instructions` (the config's custom_instructions or the call's `prompt`) are added
-    after the fixed rules."""
+    """The extraction prompt. `recent` are the scope's messages since `recent_window_start`;
+    `existing[i]` is shown as memory i; `new_messages[i]` as message i + 1; `now` dates the new
+    messages that carry no timestamp. `instructions` (the config's custom_instructions or the
+    call's `prompt`) are added after the fixed rules."""
     system = facts_system_prompt(instructions)
-    observed = [m.observed_at for m in new_messages if m.observed_at]
-    observation = day(max(observed)) if observed else day(now)
-    parts = [f"Current date: {day(now)}", f"Observation date of the new messages: {observation}"]
-    parts.append("\nRecent messages (context only):")
+    parts = ["Recent messages (context only):"]
     shown = [m for m in recent if m.content.strip()][-MAX_RECENT:]
     if shown:
-        parts += [f"- {_speaker(m)}: {_cut(m.content, RECENT_CHARS)}" for m in shown]
+        parts += [f"- {stamp}{_speaker(m)}: {_cut(m.content, RECENT_CHARS)}"
+                  for stamp, m in _stamped(shown)]  # fmt: skip
     else:
         parts.append("(none)")
     parts.append("\nExisting memories:")
@@ -181,16 +214,21 @@ def build_facts_prompt(
         parts += [f"{i}. {_cut(m.text, 2 * MAX_FACT_CHARS)}" for i, m in enumerate(existing)]
     else:
         parts.append("(none)")
-    parts.append("\nNew messages:")
-    several_days = len({day(m.observed_at) for m in new_messages if m.observed_at}) > 1
-    for number, message in enumerate(new_messages, start=1):
-        stamp = f"[{day(message.observed_at)}] " if several_days and message.observed_at else ""
+    days = sorted({d for m in new_messages if (d := day(m.observed_at))})
+    if len(days) > 1:
+        parts.append("\nNew messages:")
+        numbered = _stamped(new_messages)
+    else:
+        parts.append(f"\nNew messages ({days[0] if days else day(now)}):")
+        numbered = [("", m) for m in new_messages]
+    for number, (stamp, message) in enumerate(numbered, start=1):
         content = _cut(message.content, NEW_MESSAGE_CHARS)
         parts.append(f"{number}. {stamp}{_speaker(message)}: {content}")
     # The reminder sits next to the answer: without it the 1.5B model tends to re-copy the
     # shown memories once there are several (measured: ~320 output tokens per add, 20 s).
     parts.append(
-        "\nWrite only facts stated in the new messages above; never copy an existing memory."
+        "\nWrite only facts stated in the new messages above; never copy an existing memory, "
+        "write what changed."
     )
     parts.append("Answer:")
     return Prompt(

@@ -413,6 +413,11 @@ class Store(SearchSignals, MessageIndex):
         )
         return [MessageRecord(*row) for row in reversed(rows)]
 
+    def message_count(self, scope: Scope) -> int:
+        """How many messages exactly this scope holds."""
+        rows = self.db.query("SELECT COUNT(*) FROM messages WHERE scope = ?", (scope.key,))
+        return int(rows[0][0])
+
     def sources(self, memory_rowid: int) -> list[MessageRecord]:
         """The messages a memory came from, in order."""
         columns = ", ".join(f"msg.{c.strip()}" for c in MessageRecord.COLUMNS.split(","))

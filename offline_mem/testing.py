@@ -95,14 +95,12 @@ class FakeExtractor(Extractor):
 def fact(
     text: str,
     *,
-    said_by: str = "user",
     from_messages: list[int] | None = None,
-    related: list[int] | None = None,
     supersedes: list[int] | None = None,
 ) -> dict[str, Any]:
     """One fact in the extractor's answer format, for scripting a FakeExtractor."""
-    return {"text": text, "said_by": said_by, "from_messages": from_messages or [1],
-            "related": related or [], "supersedes": supersedes or []}  # fmt: skip
+    return {"text": text, "from_messages": from_messages or [1],
+            "supersedes": supersedes or []}  # fmt: skip
 
 
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")

@@ -37,7 +37,8 @@ SHOWN = [record(0, "User lives in Lisbon."), record(1, "User has a cat named Mia
 
 
 def run(answer: dict, *, existing_hashes: frozenset[str] = frozenset(), shown=SHOWN):
-    facts = read_facts(answer, shown_messages=[1, 2], shown_memories=shown)
+    roles = [m.role for m in MESSAGES]
+    facts = read_facts(answer, shown_messages=[1, 2], shown_memories=shown, roles=roles)
     ctx = AdmissionContext(
         messages=MESSAGES, shown_memories=shown,
         shown_vectors=EMBED.embed_batch([m.text for m in shown]),
@@ -54,15 +55,22 @@ def test_fact_hash_is_mem0_content_hash():
 
 def test_aliases_map_to_real_ids_and_out_of_range_is_dropped():
     facts, _ = run({"facts": [fact("User lives in Porto.", from_messages=[1, 7, 0],
-                                   related=[0, 5], supersedes=[0, -1, 2])]})  # fmt: skip
+                                   supersedes=[0, -1, 2])]})  # fmt: skip
     assert facts[0].sources == (1,)
-    assert facts[0].related == ("mem-0",)
     assert facts[0].supersedes == ("mem-0",)
+
+
+def test_a_fact_is_attributed_to_the_side_whose_messages_it_cites():
+    facts, _ = run({"facts": [fact("User lives in Porto.", from_messages=[1]),
+                              fact("Assistant said nice.", from_messages=[2]),
+                              fact("Both said it.", from_messages=[1, 2])]})  # fmt: skip
+    assert [f.attributed_to for f in facts] == ["user", "assistant", None]
 
 
 def test_no_valid_message_number_credits_every_shown_message():
     facts, _ = run({"facts": [fact("User lives in Porto.", from_messages=[9])]})
     assert facts[0].sources == (1, 2)
+    assert facts[0].attributed_to is None  # the two messages were said by both sides
 
 
 def test_junk_items_and_empty_texts_are_dropped():

@@ -91,7 +91,7 @@ def test_timestamps_are_the_observation_date(tmp_path):
     out = m.add([{"role": "user", "content": "Yesterday I went to Rome",
                   "timestamp": "2023-04-02T12:00:00Z"}], user_id="u")  # fmt: skip
     prompt = m.extractor.calls[0].messages[1]["content"]
-    assert "Observation date of the new messages: 2023-04-02 (Sunday)" in prompt
+    assert "New messages (2023-04-02 (Sunday)):\n1. user: Yesterday I went to Rome" in prompt
     assert m.get(out["results"][0]["id"])["observed_at"].startswith("2023-04-02T12:00:00")
 
 
@@ -121,3 +121,21 @@ def test_close_releases_the_extractor(tmp_path):
     m = memory(tmp_path)
     m.close()
     assert m.extractor.closed
+
+
+def test_recent_messages_shown_are_the_scope_messages_since_the_window_start(tmp_path):
+    """Each add shows the scope's messages since `recent_window_start`, oldest first, so that
+    consecutive prompts share the recent block (and llama.cpp's KV cache serves it)."""
+    from offline_mem.prompts import recent_window_start
+
+    m = memory(tmp_path, *[{"facts": []}] * 14)
+    for i in range(14):
+        m.add(f"message {i}", user_id="u")
+        m.add(f"other scope {i}", user_id="v")
+    for i, call in enumerate(m.extractor.calls[::2]):  # user u's calls
+        text = call.messages[1]["content"]
+        recent = text[text.index("Recent messages") : text.index("Existing memories")]
+        expected = [f"message {j}" for j in range(recent_window_start(i), i)]
+        shown = [line.split(": ", 1)[1] for line in recent.splitlines() if line.startswith("- ")]
+        assert shown == expected
+        assert "other scope" not in recent

@@ -23,7 +23,7 @@ SHOWN = [1, 2]
 
 
 def one(text: str, said_by: str | None, sources: tuple[int, ...]) -> Fact:
-    return Fact(text=text, attributed_to=said_by, sources=sources, related=(), supersedes=())
+    return Fact(text=text, attributed_to=said_by, sources=sources, supersedes=())
 
 
 def test_a_correct_citation_is_kept() -> None:

@@ -187,7 +187,7 @@ model_text = hostile_text
        scope=scope_kwargs, refs=st.lists(st.integers(-3, 120), max_size=3))  # fmt: skip
 def test_add_with_hostile_extractor_answers(memory: Memory, facts: list[str], scope: Any, refs):
     """What the model answers is input too: text of any shape, out-of-range references."""
-    answer = {"facts": [fact(t, from_messages=refs, related=refs, supersedes=refs) for t in facts]}
+    answer = {"facts": [fact(t, from_messages=refs, supersedes=refs) for t in facts]}
     assert isinstance(memory.extractor, FakeExtractor)
     memory.extractor.script[:] = [answer]
     result = attempt(memory, lambda: memory.add("I moved to Porto", **scope, infer=True))

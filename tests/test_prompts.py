@@ -9,10 +9,14 @@ from offline_mem.procedural import PROCEDURAL_SCHEMA
 from offline_mem.prompts import (
     FACTS_INSTRUCTIONS,
     FACTS_SCHEMA,
+    MAX_RECENT,
     PROMPT_VERSION,
+    RECENT_MIN,
+    RECENT_STEP,
     ExistingMemory,
     PromptMessage,
     build_facts_prompt,
+    recent_window_start,
 )
 
 NOW = datetime(2025, 3, 14, 9, 30, tzinfo=timezone.utc)
@@ -35,10 +39,11 @@ def test_layout_static_first_then_variable_parts_in_order():
     system, user = prompt.messages
     assert system == {"role": "system", "content": FACTS_INSTRUCTIONS}
     text = user["content"]
-    assert text.index("Current date: 2025-03-14 (Friday)") < text.index("Recent messages")
+    assert text.startswith("Recent messages") and "2025-03-14" not in text.split("New mes")[0]
     assert text.index("Recent messages") < text.index("Existing memories") < text.index("New mes")
     assert "0. User lives in Lisbon.\n1. User likes tea." in text
-    assert "1. user (ana): I moved to Porto.\n2. assistant: Nice!" in text
+    assert "New messages (2025-03-14 (Friday)):\n1. user (ana): I moved to Porto." in text
+    assert "I moved to Porto.\n2. assistant: Nice!" in text
     assert "x" * 299 + "…" in text and "x" * 300 not in text  # recent messages cut to 300
     assert prompt.kind == "facts" and prompt.schema == FACTS_SCHEMA
     assert PROMPT_VERSION
@@ -62,9 +67,47 @@ def test_observation_date_from_message_timestamps():
         PromptMessage("user", "b", observed_at="2023-01-05T10:00:00+00:00"),
     ])  # fmt: skip
     text = prompt.messages[1]["content"]
-    assert "Observation date of the new messages: 2023-01-05 (Thursday)" in text
-    assert "1. [2023-01-02 (Monday)] user: a" in text
-    assert "Current date: 2025-03-14" in text
+    stamped = "New messages:\n1. [2023-01-02 (Monday)] user: a\n2. [2023-01-05 (Thursday)] user: b"
+    assert stamped in text
+    assert "2025-03-14" not in text  # the clock is shown only for messages with no timestamp
+    one_day = build(new_messages=[PromptMessage("user", "a", observed_at="2023-01-02T10:00:00")])
+    assert "New messages (2023-01-02 (Monday)):\n1. user: a" in one_day.messages[1]["content"]
+
+
+def test_recent_messages_are_stamped_when_the_day_changes():
+    recent = [PromptMessage("user", "a", observed_at="2023-01-02T10:00:00"),
+              PromptMessage("assistant", "b", observed_at="2023-01-02T10:01:00"),
+              PromptMessage("user", "c", observed_at="2023-01-04T09:00:00")]  # fmt: skip
+    text = build(recent=recent).messages[1]["content"]
+    expected = "- [2023-01-02 (Monday)] user: a\n- assistant: b\n- [2023-01-04 (Wednesday)] user: c"
+    assert expected in text
+
+
+def test_recent_window_moves_in_steps_and_keeps_at_least_the_minimum():
+    starts = [recent_window_start(n) for n in range(60)]
+    assert starts[: RECENT_MIN + RECENT_STEP] == [0] * (RECENT_MIN + RECENT_STEP)
+    for count, start in enumerate(starts):
+        assert start % RECENT_STEP == 0
+        assert min(count, RECENT_MIN) <= count - start <= MAX_RECENT
+    assert len(set(starts)) > 5  # it moves
+
+
+def test_consecutive_prompts_share_everything_up_to_the_end_of_the_recent_messages():
+    """The KV cache serves what two prompts share from the start: with the window fixed, the
+    next add's prompt begins with the previous one's up to its last recent message."""
+    history = [PromptMessage("user" if i % 2 == 0 else "assistant", f"message {i}",
+                             observed_at="2023-01-02T10:00:00") for i in range(12)]  # fmt: skip
+
+    def prompt_after(count: int) -> str:
+        start = recent_window_start(count)
+        built = build(recent=history[start:count], new_messages=history[count : count + 2],
+                      existing=[ExistingMemory(f"memory {count}")])  # fmt: skip
+        return built.messages[1]["content"]
+
+    first, second = prompt_after(4), prompt_after(6)
+    assert recent_window_start(4) == recent_window_start(6)
+    shared = first[: first.index("\n\nExisting memories")]
+    assert second.startswith(shared) and "message 3" in shared
 
 
 def test_empty_context_is_marked():

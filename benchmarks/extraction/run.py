@@ -75,8 +75,14 @@ def open_memory(folder: Path, name: str, extractor: Extractor, embedder: Any = N
     return Memory({"path": str(folder / f"{name}.db")}, extractor=extractor, embedder=embedder)
 
 
-def messages(pairs: list[list[str]]) -> list[dict[str, str]]:
-    return [{"role": r, "content": c} for r, c in pairs]
+# Every message carries a fixed timestamp, so the prompts (and the memories) are the same
+# whatever day the benchmark runs: the extraction prompt holds no clock reading of its own.
+DAY = "2025-03-12T10:00:00+00:00"  # a Wednesday
+WEEK_BEFORE = "2025-03-05T10:00:00+00:00"
+
+
+def messages(pairs: list[list[str]], when: str = DAY) -> list[dict[str, str]]:
+    return [{"role": r, "content": c, "timestamp": when} for r, c in pairs]
 
 
 def quality(extractor: Extractor, folder: Path) -> dict[str, Any]:
@@ -98,7 +104,7 @@ def quality(extractor: Extractor, folder: Path) -> dict[str, Any]:
     superseded, counted, past = 0, 0, {}
     for case in data["contradictions"]:
         m = open_memory(folder, case["id"], extractor, embedder)
-        m.add(messages(case["first"]), user_id="u")
+        m.add(messages(case["first"], WEEK_BEFORE), user_id="u")
         m.add(messages(case["second"]), user_id="u")
         rows = m.get_all(filters={"user_id": "u"}, include_superseded=True)["results"]
         old_gone = any(matches(r["memory"], case["old"]) and r["state"] == "superseded"
