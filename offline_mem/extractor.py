@@ -2,11 +2,12 @@
 
 `LlamaExtractor` runs the pinned GGUF through llama-cpp-python. It loads on first use and stays
 warm for the life of the `Memory`, so consecutive calls share llama.cpp's KV cache (only the
-changed suffix of a prompt is evaluated). Decoding is greedy with a fixed seed; the chat format
-comes from the manifest, never guessed; the answer's JSON schema is compiled to a GBNF grammar
-explicitly and checked against the model's vocabulary before the first call, so a schema that does
-not compile fails loudly instead of falling back to generic JSON. Any model failure, timeout or
-answer outside the schema is an `ExtractionError`.
+changed suffix of a prompt is evaluated); each kind of prompt keeps its own cached sequence
+(`kv_slots.py`), so a supersession check does not evict the facts prompt. Decoding is greedy
+with a fixed seed; the chat format comes from the manifest, never guessed; the answer's JSON
+schema is compiled to a GBNF grammar explicitly and checked against the model's vocabulary before
+the first call, so a schema that does not compile fails loudly instead of falling back to generic
+JSON. Any model failure, timeout or answer outside the schema is an `ExtractionError`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ExtractionError, ModelError
+from .kv_slots import KvSlots
 
 DEFAULT_SEED = 1234
 DEFAULT_N_CTX = 8192
@@ -55,6 +57,7 @@ class ExtractionOutput:
     """The parsed answer, and where the time and tokens went."""
 
     data: dict[str, Any]
+    text: str = ""  # the answer as the model wrote it (a follow-up prompt repeats it verbatim)
     prompt_tokens: int = 0
     cached_tokens: int = 0  # prompt tokens served from the KV cache
     completion_tokens: int = 0
@@ -114,6 +117,7 @@ def parse_answer(text: str) -> dict[str, Any]:
 @dataclass
 class _Loaded:
     llm: Any
+    slots: KvSlots
     grammars: dict[str, Any] = field(default_factory=dict)  # schema json -> LlamaGrammar
 
 
@@ -185,7 +189,7 @@ class LlamaExtractor(Extractor):
             raise ModelError(f"cannot load extractor {self.name!r} from {folder}: {exc}") from exc
         self._identity = ExtractorIdentity(name=spec.name, sha256=spec.primary_file.sha256)
         self._chat_format = spec.chat_format
-        self._loaded = _Loaded(llm=llm)
+        self._loaded = _Loaded(llm=llm, slots=KvSlots(llm))
         return self._loaded
 
     def _grammar(self, loaded: _Loaded, schema: Mapping[str, Any]) -> Any:
@@ -224,6 +228,7 @@ class LlamaExtractor(Extractor):
                 )
             except Exception as exc:
                 raise ExtractionError(f"cannot format the prompt: {exc}") from exc
+            loaded.slots.switch_to(prompt.kind)  # each kind of prompt keeps its own KV cache
             cached = _common_prefix(llm._input_ids[: llm.n_tokens], tokens)
             deadline = time.monotonic() + self.timeout_s
             timed_out = False
@@ -261,6 +266,7 @@ class LlamaExtractor(Extractor):
             usage = reply.get("usage", {})
             return ExtractionOutput(
                 data=parse_answer(choice["text"] or ""),
+                text=choice["text"] or "",
                 prompt_tokens=len(tokens),
                 cached_tokens=min(cached, len(tokens)),
                 completion_tokens=int(usage.get("completion_tokens", 0)),

@@ -4,6 +4,7 @@ with a record of every call. Real models are exercised by their own tests."""
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Sequence
 
@@ -77,16 +78,17 @@ class FakeExtractor(Extractor):
     def extract(self, prompt: Prompt) -> ExtractionOutput:
         if prompt.kind == "check":
             self.check_calls.append(prompt)
-            return ExtractionOutput(data={"changed": not self.still_true(prompt)})
+            answer = {"changed": not self.still_true(prompt)}
+            return ExtractionOutput(data=answer, text=json.dumps(answer))
         self.calls.append(prompt)
         if not self.script:
             empty: dict[str, Any] = {"facts": []} if prompt.kind == "facts" else {"steps": []}
-            return ExtractionOutput(data=empty)
+            return ExtractionOutput(data=empty, text=json.dumps(empty))
         item = self.script.pop(0)
         if isinstance(item, BaseException):
             raise item
         data = item(prompt) if callable(item) else item
-        return ExtractionOutput(data=dict(data))
+        return ExtractionOutput(data=dict(data), text=json.dumps(data, ensure_ascii=False))
 
     def close(self) -> None:
         self.closed = True
