@@ -114,3 +114,39 @@ def _source_sentence(fact: Fact, messages: Sequence[NewMessage], names: frozense
         s.strip() for i in fact.sources for s in _SENTENCE.findall(messages[i].content) if s.strip()
     ]
     return max(sentences, key=lambda s: len(words & content_stems(s, names)), default="")
+
+
+# Content words a fact must share with one context text to count as copied from it. One shared
+# word is common between unrelated facts of one person ("cat", "moved"); two are rarely chance.
+COPY_MIN_SHARED = 2
+
+
+def drop_context_copies(
+    facts: Sequence[Fact],
+    messages: Sequence[NewMessage],
+    shown: Sequence[int],
+    context: Sequence[str],
+) -> tuple[list[Fact], list[tuple[str, str]]]:
+    """Facts copied from the context instead of taken from the new messages are dropped: a fact
+    that shares no content word with any new message but at least COPY_MIN_SHARED with one
+    `context` text (a memory or a recent message shown to the model). Measured on the
+    side-by-side benchmark: the 1.5B model wrote "Oskar's cousin just moved to Ghent, funny
+    coincidence." from Oskar's "I started a new job at Halcyon Bio", re-using the shown memory
+    "Alex's cousin just moved to Ghent, funny coincidence." with the name swapped, and it
+    superseded the true memory. A fact that shares no word with anything is a paraphrase and
+    stays (see `ground_facts`)."""
+    every_name = speaker_names(messages)
+    new_words = set().union(*(content_stems(messages[i].content, every_name) for i in shown))
+    context_words = [content_stems(text, every_name) for text in context]
+    kept: list[Fact] = []
+    dropped: list[tuple[str, str]] = []
+    for fact in facts:
+        words = content_stems(fact.text, every_name)
+        copied = not words & new_words and any(
+            len(words & other) >= COPY_MIN_SHARED for other in context_words
+        )
+        if copied:
+            dropped.append((fact.text, "copied from the context, not in the new messages"))
+        else:
+            kept.append(fact)
+    return kept, dropped

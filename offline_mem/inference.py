@@ -18,7 +18,13 @@ from .embedder import Embedder
 from .entities import EntityExtractor
 from .extractor import ExtractionOutput, Extractor
 from .filters import compile_filters
-from .grounding import NAME_KINDS, drop_subject_swaps, ground_facts, speaker_names
+from .grounding import (
+    NAME_KINDS,
+    drop_context_copies,
+    drop_subject_swaps,
+    ground_facts,
+    speaker_names,
+)
 from .procedural import PROCEDURAL_PROMPT_VERSION, build_procedural_prompt, render_summary
 from .prompts import (
     MAX_EXISTING,
@@ -101,6 +107,8 @@ def plan_facts(
     facts = read_facts(output.data, shown_messages=shown, shown_memories=existing, roles=roles)
     names = speaker_names(request.messages)
     facts, misattributed = ground_facts(facts, request.messages, shown)
+    context = [r.text for r in existing] + [m.content for m in recent]
+    facts, copied = drop_context_copies(facts, request.messages, shown, context)
     facts, swapped = drop_subject_swaps(
         facts, request.messages, lambda texts: _names_in(models.entities, texts)
     )
@@ -115,7 +123,7 @@ def plan_facts(
         expiration_date=request.expiration_date, names=names,
     )  # fmt: skip
     admission = admit(facts, vectors[: len(facts)], context)
-    admission.dropped.extend(misattributed + swapped)
+    admission.dropped.extend(misattributed + copied + swapped)
     check_supersessions(
         models.extractor, admission, existing, vectors[len(facts) :],
         now_day=day(request.now), instructions=request.instructions,

@@ -4,7 +4,7 @@ Layout, most stable first, so that llama.cpp's KV cache serves the longest possi
 the static instructions and examples (identical on every call), then the caller's custom
 instructions (fixed for a `Memory`), then the scope's recent messages, the existing memories
 under small integer aliases, and last the new messages with their date. The model never sees a
-real memory id: only the aliases 0..9, mapped back by admission.
+real memory id: only small integer aliases, mapped back by admission.
 
 The prompt holds no clock reading: with timestamps on the messages it is a function of the data
 alone, so a run gives the same memories whatever day it runs (today's date is shown only for
@@ -35,7 +35,9 @@ PROMPT_VERSION = "facts-3"
 MAX_FACTS = 6  # facts per answer (two messages rarely hold more)
 MAX_FACT_CHARS = 200
 MAX_REFS = 6  # message numbers / memory aliases per fact
-MAX_EXISTING = 10  # existing memories shown
+# Existing memories shown: the most similar to the new messages. Each is ~15 prompt tokens
+# evaluated on every add (the list changes with the messages, so the KV cache cannot serve it).
+MAX_EXISTING = 6
 # The recent messages shown: all since the window's start, which moves RECENT_STEP messages at a
 # time and leaves at least RECENT_MIN messages; so between RECENT_MIN and RECENT_MIN+RECENT_STEP-1.
 RECENT_MIN = 4

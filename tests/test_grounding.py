@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from offline_mem import Memory
 from offline_mem.admission import Fact
-from offline_mem.grounding import drop_subject_swaps, ground_facts
+from offline_mem.grounding import drop_context_copies, drop_subject_swaps, ground_facts
 from offline_mem.records import NewMessage
 from offline_mem.testing import FakeEmbedder, FakeExtractor, fact
 
@@ -92,3 +92,30 @@ def test_a_sentence_in_the_first_person_is_the_users_own() -> None:
     messages = [NewMessage("m", "user", "Lena and I adopted a cat called Pepper.", "Oskar", None)]
     facts = [one("User adopted a cat called Pepper.", "user", (0,))]
     assert drop_subject_swaps(facts, messages, names_by_capitals) == (facts, [])
+
+
+JOB = [
+    NewMessage("m0", "user", "I left Tidewater Bank and started a new job at Halcyon Bio.",
+               "Oskar", None),
+    NewMessage("m1", "assistant", "Congratulations!", "Alex", None),
+]  # fmt: skip
+CONTEXT = ["Alex's cousin just moved to Ghent, funny coincidence.", "Alex: Nice city!"]
+
+
+def test_a_fact_copied_from_the_context_is_dropped() -> None:
+    copy = one("Oskar's cousin just moved to Ghent, funny coincidence.", "user", (0,))
+    kept, dropped = drop_context_copies([copy], JOB, [0, 1], CONTEXT)
+    assert kept == []
+    assert dropped == [(copy.text, "copied from the context, not in the new messages")]
+
+
+def test_a_fact_with_words_of_the_new_messages_is_kept_whatever_the_context() -> None:
+    facts = [one("Oskar started a new job at Halcyon Bio.", "user", (0,)),
+             one("Oskar's cousin moved jobs to Halcyon Bio.", "user", (0,))]  # fmt: skip
+    assert drop_context_copies(facts, JOB, [0, 1], CONTEXT) == (facts, [])
+
+
+def test_one_shared_context_word_or_none_is_not_a_copy() -> None:
+    facts = [one("Oskar is vegetarian.", "user", (0,)),  # a paraphrase: shares nothing
+             one("Oskar's cousin is a chef.", "user", (0,))]  # one word of the context  # fmt: skip
+    assert drop_context_copies(facts, JOB, [0, 1], CONTEXT) == (facts, [])
