@@ -81,6 +81,22 @@ class Admission:
         row = {"id": old.id, "memory": old.text, "event": "SUPERSEDE", "superseded_by": memory.id}
         self.results.insert(at + 1, row)
 
+    def withdraw_supersession(self, index: int, old_id: str) -> None:
+        """Undo `memories[index]` superseding `old_id`: the reverse of `record_supersession`."""
+        memory = self.memories[index]
+        memory.supersedes.remove(old_id)
+        self.results = [
+            r
+            for r in self.results
+            if not (r["event"] == "SUPERSEDE" and r["id"] == old_id
+                    and r.get("superseded_by") == memory.id)
+        ]  # fmt: skip
+        row = next(r for r in self.results if r["id"] == memory.id)
+        if memory.supersedes:
+            row["supersedes"] = list(memory.supersedes)
+        else:
+            row.pop("supersedes", None)
+
 
 def _clean_text(value: object) -> str:
     """Whitespace collapsed; text with no UTF-8 form (a lone surrogate from a JSON escape) or a

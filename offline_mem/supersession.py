@@ -6,7 +6,8 @@ Measured on benchmarks/extraction (8 contradiction cases): the 1.5B model writes
 ("...is blue.") stays active beside it. After admission, each new fact that supersedes nothing is
 paired with the shown memory most similar to it; when that pair is at least
 `CHECK_MIN_SIMILARITY` alike, the model is asked one yes/no question: is the old memory still
-true? At most `MAX_CHECKS` questions per add, most similar pairs first.
+true? At most `MAX_CHECKS` questions per add, most similar pairs first. The supersessions the
+model did name are asked the same question first, and withdrawn when the answer is "still true".
 
 The check prompt keeps the facts prompt's system message, so llama.cpp's KV cache serves that
 long static prefix to both kinds of call; the answer is one boolean under a grammar.
@@ -80,11 +81,12 @@ def pairs_to_check(
     shown: Sequence[MemoryRecord],
     shown_vectors: np.ndarray,
     names: frozenset[str] = frozenset(),
+    exclude: frozenset[int] = frozenset(),
 ) -> list[CheckPair]:
     """Each new memory that supersedes nothing, with its most similar shown memory not already
     superseded in this add that shares a content word with it (`names`, the speakers' names,
     do not count); pairs below the floor dropped; at most MAX_CHECKS, most similar first; an
-    old memory is checked once."""
+    old memory is checked once, and never when its shown index is in `exclude` (asked already)."""
     if not len(shown):
         return []
     taken = {old for m in memories for old in m.supersedes}
@@ -96,6 +98,8 @@ def pairs_to_check(
         similar = matrix @ np.asarray(memory.vector, dtype=np.float32)
         for j in np.argsort(-similar, kind="stable"):
             old = shown[int(j)]
+            if int(j) in exclude:
+                continue
             if old.id not in taken and share_a_content_word(memory.text, old.text, names):
                 candidates.append(CheckPair(index, int(j), float(similar[int(j)])))
                 break
@@ -142,11 +146,30 @@ def check_supersessions(
     instructions: str | None,
     names: frozenset[str] = frozenset({"user", "assistant"}),
 ) -> int:
-    """Ask about each chosen pair and record the supersessions found in `admission` (its
-    memories and its Mem0-shaped results). Returns how many were found. An ExtractionError
-    propagates: the add fails and nothing is written."""
+    """Verify each supersession the model named, withdrawing those the check answers "still
+    true"; then ask about each chosen pair and record the supersessions found in `admission`
+    (its memories and its Mem0-shaped results). Returns how many stand. An ExtractionError
+    propagates: the add fails and nothing is written.
+
+    The model's own "supersedes" is not enough on its own (measured on the 40-turn benchmark
+    of benchmarks/extraction: "User's cello teacher is Mr. Laurent" superseded "User is learning
+    to play the cello", "User uses a MacBook Pro for work" superseded "User runs in the mornings
+    before work"); a memory is hidden only when both the answer and the check say it changed."""
     found = 0
-    for pair in pairs_to_check(admission.memories, shown, shown_vectors, names):
+    position = {m.id: j for j, m in enumerate(shown)}
+    asked: set[int] = set()
+    for index, memory in enumerate(admission.memories):
+        for old_id in list(memory.supersedes):
+            old = shown[position[old_id]]
+            asked.add(position[old_id])
+            prompt = build_check_prompt(old, memory, now_day=now_day, instructions=instructions)
+            if interpret(extractor.extract(prompt).data):
+                admission.withdraw_supersession(index, old_id)
+            else:
+                found += 1
+    for pair in pairs_to_check(
+        admission.memories, shown, shown_vectors, names, exclude=frozenset(asked)
+    ):
         memory, old = admission.memories[pair.memory], shown[pair.shown]
         prompt = build_check_prompt(old, memory, now_day=now_day, instructions=instructions)
         if not interpret(extractor.extract(prompt).data):

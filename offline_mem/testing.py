@@ -69,10 +69,12 @@ class FakeExtractor(Extractor):
         self.identity = ExtractorIdentity(name=name, sha256=digest)
         self.script = list(script)
         self.calls: list[Prompt] = []
-        # Supersession checks are answered by `still_true` (default: the old memory is still
-        # true) and recorded apart, so scripts of facts answers are not consumed by them.
-        self.still_true = still_true or (lambda _prompt: True)
+        # Supersession checks are answered by `still_true` and recorded apart, so scripts of
+        # facts answers are not consumed by them. By default the fake agrees with itself: an old
+        # memory changed when its last facts answer named it under "supersedes" for that fact.
+        self.still_true = still_true or self._agrees_with_last_answer
         self.check_calls: list[Prompt] = []
+        self._last_facts: tuple[Prompt, dict[str, Any]] | None = None
         self.closed = False
 
     def extract(self, prompt: Prompt) -> ExtractionOutput:
@@ -88,7 +90,22 @@ class FakeExtractor(Extractor):
         if isinstance(item, BaseException):
             raise item
         data = item(prompt) if callable(item) else item
+        if prompt.kind == "facts":
+            self._last_facts = (prompt, dict(data))
         return ExtractionOutput(data=dict(data), text=json.dumps(data, ensure_ascii=False))
+
+    def _agrees_with_last_answer(self, check: Prompt) -> bool:
+        found = _CHECK_PAIR.search(check.messages[-1]["content"])
+        if found is None or self._last_facts is None:
+            return True
+        old, new = found.group(1), found.group(2)
+        facts_prompt, answer = self._last_facts
+        shown = facts_prompt.messages[-1]["content"].split("Existing memories:")[-1]
+        aliases = {int(a) for a, text in _SHOWN_LINE.findall(shown) if text == old}
+        for item in answer.get("facts", []):
+            if isinstance(item, dict) and item.get("text") == new:
+                return not aliases & set(item.get("supersedes") or [])
+        return True
 
     def close(self) -> None:
         self.closed = True
@@ -105,6 +122,8 @@ def fact(
             "supersedes": supersedes or []}  # fmt: skip
 
 
+_CHECK_PAIR = re.compile(r"Existing memory \(recorded .*?\): (.*)\nNew fact \(.*?\): (.*)\n")
+_SHOWN_LINE = re.compile(r"^(\d+)\. (.*)$", re.MULTILINE)
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
 
 

@@ -125,3 +125,41 @@ def test_a_failed_check_fails_the_add_and_changes_nothing(tmp_path):
     with pytest.raises(ExtractionError, match="check timed out"):
         m.add("green", user_id="u")
     assert m.store.counts() == before
+
+
+NAMED = (
+    {"facts": [fact("User's favourite colour is blue.")]},
+    {"facts": [fact("User's favourite colour is green now.", supersedes=[0])]},  # named
+)
+
+
+def test_a_named_supersession_the_check_rejects_is_withdrawn(tmp_path):
+    m = memory(tmp_path, *NAMED, still_true=lambda prompt: True)
+    old = m.add("blue", user_id="u")["results"][0]["id"]
+    out = m.add("green", user_id="u")["results"]
+    assert out == [{"id": out[0]["id"], "memory": "User's favourite colour is green now.",
+                    "event": "ADD"}]  # fmt: skip
+    assert m.get(old)["state"] == "active"
+    assert [h["event"] for h in m.history(old)] == ["ADD"]
+    (check,) = m.extractor.check_calls  # asked once: the rejected pair is not asked again
+    assert "User's favourite colour is blue." in check.messages[1]["content"]
+
+
+def test_a_named_supersession_the_check_confirms_stands(tmp_path):
+    m = memory(tmp_path, *NAMED, still_true=lambda prompt: False)
+    old = m.add("blue", user_id="u")["results"][0]["id"]
+    out = m.add("green", user_id="u")["results"]
+    assert [(r["event"], r.get("supersedes")) for r in out] == [("ADD", [old]), ("SUPERSEDE", None)]
+    assert m.get(old)["state"] == "superseded"
+    assert len(m.extractor.check_calls) == 1
+
+
+def test_the_fake_model_agrees_with_its_own_answer_by_default(tmp_path):
+    m = memory(tmp_path, *NAMED)  # no still_true: the check follows the facts answer
+    old = m.add("blue", user_id="u")["results"][0]["id"]
+    m.add("green", user_id="u")
+    assert m.get(old)["state"] == "superseded"
+    m2 = memory(tmp_path / "other", *SCRIPT)  # named nothing: the check says still true
+    first = m2.add("blue", user_id="u")["results"][0]["id"]
+    m2.add("green", user_id="u")
+    assert m2.get(first)["state"] == "active" and len(m2.extractor.check_calls) == 1
