@@ -107,8 +107,8 @@ def plan_facts(
     facts = read_facts(output.data, shown_messages=shown, shown_memories=existing, roles=roles)
     names = speaker_names(request.messages)
     facts, misattributed = ground_facts(facts, request.messages, shown)
-    context = [r.text for r in existing] + [m.content for m in recent]
-    facts, copied = drop_context_copies(facts, request.messages, shown, context)
+    shown_context = [r.text for r in existing] + [m.content for m in recent]
+    facts, copied = drop_context_copies(facts, request.messages, shown, shown_context)
     facts, swapped = drop_subject_swaps(
         facts, request.messages, lambda texts: _names_in(models.entities, texts)
     )
