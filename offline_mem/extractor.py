@@ -57,7 +57,7 @@ class ExtractionOutput:
     """The parsed answer, and where the time and tokens went."""
 
     data: dict[str, Any]
-    text: str = ""  # the answer as the model wrote it (a follow-up prompt repeats it verbatim)
+    text: str = ""  # the answer as the model wrote it, before parsing
     prompt_tokens: int = 0
     cached_tokens: int = 0  # prompt tokens served from the KV cache
     completion_tokens: int = 0

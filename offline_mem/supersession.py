@@ -9,8 +9,9 @@ paired with the shown memory most similar to it; when that pair is at least
 true? At most `MAX_CHECKS` questions per add, most similar pairs first. The supersessions the
 model did name are asked the same question first, and withdrawn when the answer is "still true".
 
-The check prompt keeps the facts prompt's system message, so llama.cpp's KV cache serves that
-long static prefix to both kinds of call; the answer is one boolean under a grammar.
+The check prompt keeps the facts prompt's system message, so its first call finds that long
+static prefix in llama.cpp's KV cache; after that each kind keeps its own cached sequence
+(`kv_slots.py`). The answer is one boolean under a grammar.
 """
 
 from __future__ import annotations
@@ -155,24 +156,26 @@ def check_supersessions(
     of benchmarks/extraction: "User's cello teacher is Mr. Laurent" superseded "User is learning
     to play the cello", "User uses a MacBook Pro for work" superseded "User runs in the mornings
     before work"); a memory is hidden only when both the answer and the check say it changed."""
+
+    def still_true(old: MemoryRecord, memory: NewMemory) -> bool:
+        prompt = build_check_prompt(old, memory, now_day=now_day, instructions=instructions)
+        return interpret(extractor.extract(prompt).data)
+
     found = 0
     position = {m.id: j for j, m in enumerate(shown)}
     asked: set[int] = set()
     for index, memory in enumerate(admission.memories):
         for old_id in list(memory.supersedes):
-            old = shown[position[old_id]]
             asked.add(position[old_id])
-            prompt = build_check_prompt(old, memory, now_day=now_day, instructions=instructions)
-            if interpret(extractor.extract(prompt).data):
+            if still_true(shown[position[old_id]], memory):
                 admission.withdraw_supersession(index, old_id)
             else:
                 found += 1
     for pair in pairs_to_check(
         admission.memories, shown, shown_vectors, names, exclude=frozenset(asked)
     ):
-        memory, old = admission.memories[pair.memory], shown[pair.shown]
-        prompt = build_check_prompt(old, memory, now_day=now_day, instructions=instructions)
-        if not interpret(extractor.extract(prompt).data):
+        old = shown[pair.shown]
+        if not still_true(old, admission.memories[pair.memory]):
             admission.record_supersession(pair.memory, old)
             found += 1
     return found
