@@ -4,10 +4,11 @@
 warm for the life of the `Memory`, so consecutive calls share llama.cpp's KV cache (only the
 changed suffix of a prompt is evaluated); each kind of prompt keeps its own cached sequence
 (`kv_slots.py`), so a supersession check does not evict the facts prompt. Decoding is greedy
-with a fixed seed; the chat format comes from the manifest, never guessed; the answer's JSON
-schema is compiled to a GBNF grammar explicitly and checked against the model's vocabulary before
-the first call, so a schema that does not compile fails loudly instead of falling back to generic
-JSON. Any model failure, timeout or answer outside the schema is an `ExtractionError`.
+under a grammar (`decoding.py`); the chat format comes from the manifest, never guessed; the
+answer's JSON schema is compiled to a GBNF grammar explicitly and checked against the model's
+vocabulary before the first call, so a schema that does not compile fails loudly instead of
+falling back to generic JSON. Any model failure, timeout or answer outside the schema is an
+`ExtractionError`.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ import re
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .decoding import decode_greedy
 from .errors import ExtractionError, ModelError
 from .kv_slots import KvSlots
 
@@ -118,7 +120,7 @@ def parse_answer(text: str) -> dict[str, Any]:
 class _Loaded:
     llm: Any
     slots: KvSlots
-    grammars: dict[str, Any] = field(default_factory=dict)  # schema json -> LlamaGrammar
+    grammars: dict[str, Any] = field(default_factory=dict)  # schema json -> (gbnf, root rule)
 
 
 class LlamaExtractor(Extractor):
@@ -192,20 +194,18 @@ class LlamaExtractor(Extractor):
         self._loaded = _Loaded(llm=llm, slots=KvSlots(llm))
         return self._loaded
 
-    def _grammar(self, loaded: _Loaded, schema: Mapping[str, Any]) -> Any:
+    def _grammar(self, loaded: _Loaded, schema: Mapping[str, Any]) -> tuple[str, str]:
+        """The schema's GBNF grammar and its root rule, parsed once against this model's vocabulary
+        (llama.cpp reports a grammar it cannot parse only as a NULL sampler)."""
         key = json.dumps(schema, sort_keys=True)
         grammar = loaded.grammars.get(key)
         if grammar is None:
             import llama_cpp
-            from llama_cpp.llama_grammar import LlamaGrammar
 
-            gbnf = schema_to_gbnf(schema)
-            grammar = LlamaGrammar.from_string(gbnf, verbose=False)
-            # llama-cpp-python parses the grammar only inside the sampler, where a NULL result
-            # would crash or be ignored; parse it here once, against this model's vocabulary.
+            grammar = (schema_to_gbnf(schema), "root")
             vocab = loaded.llm._model.vocab
             probe = llama_cpp.llama_sampler_init_grammar(
-                vocab, gbnf.encode("utf-8"), grammar._root.encode("utf-8")
+                vocab, grammar[0].encode("utf-8"), grammar[1].encode("utf-8")
             )
             if not probe:
                 raise ExtractionError("llama.cpp rejected the grammar compiled from the schema")
@@ -216,7 +216,7 @@ class LlamaExtractor(Extractor):
     def extract(self, prompt: Prompt) -> ExtractionOutput:
         with self._lock:
             loaded = self._load()
-            grammar = self._grammar(loaded, prompt.schema)
+            gbnf, root = self._grammar(loaded, prompt.schema)
             llm = loaded.llm
             formatter = _chat_formatter(self._chat_format)
             try:
@@ -229,47 +229,31 @@ class LlamaExtractor(Extractor):
             except Exception as exc:
                 raise ExtractionError(f"cannot format the prompt: {exc}") from exc
             loaded.slots.switch_to(prompt.kind)  # each kind of prompt keeps its own KV cache
-            cached = _common_prefix(llm._input_ids[: llm.n_tokens], tokens)
-            deadline = time.monotonic() + self.timeout_s
-            timed_out = False
-
-            def past_deadline(_ids: Any, _logits: Any) -> bool:
-                nonlocal timed_out
-                timed_out = timed_out or time.monotonic() > deadline
-                return timed_out
-
             start = time.perf_counter()
             try:
-                reply = llm.create_completion(
-                    prompt=tokens,
-                    grammar=grammar,
-                    stop=formatted.stop,
-                    temperature=0.0,
-                    top_k=1,
-                    top_p=1.0,
-                    min_p=0.0,
-                    repeat_penalty=1.0,
-                    seed=self.seed,
+                decoded = decode_greedy(
+                    llm,
+                    tokens,
+                    gbnf=gbnf,
+                    root=root,
                     max_tokens=prompt.max_tokens,
-                    stopping_criteria=_criteria(past_deadline),
+                    deadline=time.monotonic() + self.timeout_s,
                 )
             except Exception as exc:  # context overflow, decode failure, ...
                 raise ExtractionError(f"the extractor model failed: {exc}") from exc
             seconds = time.perf_counter() - start
-            if timed_out:
+            if decoded.finish == "deadline":
                 raise ExtractionError(f"the extractor model took longer than {self.timeout_s}s")
-            choice = reply["choices"][0]
-            if choice.get("finish_reason") == "length":
+            if decoded.finish == "length":
                 raise ExtractionError(
                     f"the model's answer did not end within {prompt.max_tokens} tokens"
                 )
-            usage = reply.get("usage", {})
             return ExtractionOutput(
-                data=parse_answer(choice["text"] or ""),
-                text=choice["text"] or "",
+                data=parse_answer(decoded.text),
+                text=decoded.text,
                 prompt_tokens=len(tokens),
-                cached_tokens=min(cached, len(tokens)),
-                completion_tokens=int(usage.get("completion_tokens", 0)),
+                cached_tokens=decoded.cached_tokens,
+                completion_tokens=decoded.completion_tokens,
                 seconds=seconds,
             )
 
@@ -290,18 +274,3 @@ def _chat_formatter(name: str) -> Any:
     if name not in formatters:
         raise ModelError(f"chat format {name!r} is not supported; supported: {sorted(formatters)}")
     return formatters[name]
-
-
-def _criteria(check: Any) -> Any:
-    from llama_cpp import StoppingCriteriaList
-
-    return StoppingCriteriaList([check])
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    count = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        count += 1
-    return count

@@ -1,0 +1,126 @@
+"""Greedy decoding under a grammar, driven token by token on a `llama_cpp.Llama`.
+
+Why not `Llama.create_completion`: its sampler chain filters all 151,936 candidates of the
+vocabulary through the grammar for every token it writes, ~15 ms each at one thread (measured:
+2.0 s of sampling for 136 tokens, a quarter of the time spent writing them). At temperature 0 only
+the most likely token matters, so the grammar checks that one token first and filters the whole
+vocabulary only when it rejects it (the way llama.cpp's own server samples). The token chosen is
+the same either way: the most likely of the tokens the grammar allows, the first on a tie.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+Finish = Literal["stop", "length", "deadline"]
+
+
+@dataclass(frozen=True)
+class Decoded:
+    text: str
+    completion_tokens: int  # tokens written, not counting the end-of-generation token
+    cached_tokens: int  # prompt tokens whose keys and values the KV cache already held
+    finish: Finish
+
+
+class GrammarSampler:
+    """A llama.cpp grammar sampler that picks the grammar-allowed argmax of a logits row."""
+
+    def __init__(self, llm: Any, gbnf: str, root: str) -> None:
+        import llama_cpp
+
+        self._llama_cpp = llama_cpp
+        self._sampler = llama_cpp.llama_sampler_init_grammar(
+            llm._model.vocab, gbnf.encode("utf-8"), root.encode("utf-8")
+        )
+        if not self._sampler:
+            raise ValueError("llama.cpp rejected the grammar")
+        self._one = (llama_cpp.llama_token_data * 1)()
+        self._one_array = llama_cpp.llama_token_data_array(
+            data=ctypes.cast(self._one, llama_cpp.llama_token_data_p), size=1, selected=-1
+        )
+        self._all = llm._candidates  # llama-cpp-python's preallocated full-vocabulary array
+
+    def allows(self, token: int, logit: float) -> bool:
+        self._one[0] = self._llama_cpp.llama_token_data(token, logit, 0.0)
+        self._one_array.size = 1
+        self._one_array.selected = -1
+        self._one_array.sorted = False
+        self._llama_cpp.llama_sampler_apply(self._sampler, ctypes.byref(self._one_array))
+        return not math.isinf(self._one[0].logit)
+
+    def pick(self, logits: np.ndarray) -> int:
+        best = int(np.argmax(logits))
+        if self.allows(best, float(logits[best])):
+            return best
+        self._all.copy_logits(logits)
+        self._llama_cpp.llama_sampler_apply(self._sampler, ctypes.byref(self._all.candidates))
+        data = self._all.candidates_data
+        return int(data.id[int(np.argmax(data.logit[: self._all.candidates.size]))])
+
+    def accept(self, token: int) -> None:
+        self._llama_cpp.llama_sampler_accept(self._sampler, token)
+
+    def close(self) -> None:
+        if self._sampler:
+            self._llama_cpp.llama_sampler_free(self._sampler)
+            self._sampler = None
+
+
+def common_prefix(a: Any, b: Any) -> int:
+    count = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        count += 1
+    return count
+
+
+def decode_greedy(
+    llm: Any,
+    prompt: list[int],
+    *,
+    gbnf: str,
+    root: str,
+    max_tokens: int,
+    deadline: float,
+) -> Decoded:
+    """Write the answer to `prompt` at temperature 0 under the grammar. The KV cache keeps the
+    longest prefix it shares with the previous call (as llama-cpp-python's own generate does);
+    at least the prompt's last token is evaluated, so its logits are fresh."""
+    import llama_cpp
+
+    if not prompt:
+        raise ValueError("an empty prompt")
+    cached = common_prefix(llm.input_ids[: llm.n_tokens], prompt)
+    llm.n_tokens = min(cached, len(prompt) - 1)  # eval() drops the cells past n_tokens
+    llm.eval(prompt[llm.n_tokens :])
+    ctx, vocab, n_vocab = llm._ctx.ctx, llm._model.vocab, llm.n_vocab()
+    sampler = GrammarSampler(llm, gbnf, root)
+    written: list[int] = []
+    finish: Finish = "length"
+    try:
+        while len(written) < max_tokens:
+            if time.monotonic() > deadline:
+                finish = "deadline"
+                break
+            logits = np.ctypeslib.as_array(
+                llama_cpp.llama_get_logits_ith(ctx, -1), shape=(n_vocab,)
+            )
+            token = sampler.pick(logits)
+            if llama_cpp.llama_vocab_is_eog(vocab, token):
+                finish = "stop"
+                break
+            sampler.accept(token)
+            written.append(token)
+            llm.eval([token])
+    finally:
+        sampler.close()
+    text = llm.detokenize(written).decode("utf-8", errors="replace")
+    return Decoded(text, len(written), min(cached, len(prompt)), finish)

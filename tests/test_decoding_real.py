@@ -1,0 +1,110 @@
+"""Greedy decoding under a grammar (offline_mem.decoding) on the pinned 0.5B GGUF (runs in CI,
+never skipped): it must write exactly what llama-cpp-python's own sampler chain writes at
+temperature 0 with the same grammar, including where the grammar rejects the model's first
+choice, and stop with the right reason."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from offline_mem.config import resolve_models_dir
+from offline_mem.decoding import GrammarSampler, decode_greedy
+from offline_mem.extractor import schema_to_gbnf
+from offline_mem.manifest import load_manifest
+from offline_mem.model_files import verified_model_dir
+
+pytestmark = pytest.mark.real_model
+
+SMALL = "qwen2.5-coder-0.5b-instruct"
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string"},
+        "pets": {"type": "array", "items": {"type": "string"}},
+        "age": {"type": "integer"},
+    },
+    "required": ["city", "pets", "age"],
+    "additionalProperties": False,
+}
+QUESTION = (
+    "<|im_start|>system\nAnswer in JSON.<|im_end|>\n<|im_start|>user\nI am Ana, 34, I live in "
+    "Porto with my dogs Rex and Lua. Where do I live, which pets, how old?<|im_end|>\n"
+    "<|im_start|>assistant\n"
+)
+
+
+@pytest.fixture(scope="module")
+def llm():
+    from llama_cpp import Llama
+
+    manifest = load_manifest(resolve_models_dir())
+    spec = manifest.get(SMALL)
+    folder = verified_model_dir(SMALL, resolve_models_dir(), manifest=manifest)
+    model = Llama(str(folder / spec.primary), n_ctx=1024, n_threads=2, seed=1, verbose=False)
+    yield model
+    model.close()
+
+
+def tokens_of(llm, text: str) -> list[int]:
+    return llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+
+
+def reference(llm, prompt: list[int], gbnf: str, max_tokens: int) -> dict:
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    llm.reset()
+    reply = llm.create_completion(
+        prompt=prompt, grammar=LlamaGrammar.from_string(gbnf, verbose=False), temperature=0.0,
+        top_k=1, top_p=1.0, min_p=0.0, repeat_penalty=1.0, max_tokens=max_tokens,
+    )  # fmt: skip
+    llm.reset()
+    return reply["choices"][0]
+
+
+def test_writes_what_the_library_sampler_writes_and_reuses_the_cached_prompt(llm):
+    prompt = tokens_of(llm, QUESTION)
+    free = reference(llm, prompt, "root ::= [^\\x00]*", max_tokens=3)["text"]
+    assert free and not free.startswith("{")  # so the grammar overrules the model's first choice
+    gbnf = schema_to_gbnf(SCHEMA)
+    expected = reference(llm, prompt, gbnf, max_tokens=120)
+    assert expected["finish_reason"] == "stop"
+
+    first = decode_greedy(
+        llm, prompt, gbnf=gbnf, root="root", max_tokens=120, deadline=time.monotonic() + 60
+    )
+    again = decode_greedy(
+        llm, prompt, gbnf=gbnf, root="root", max_tokens=120, deadline=time.monotonic() + 60
+    )
+    assert first.text == expected["text"] and first.finish == "stop"
+    assert '"Porto"' in first.text and first.cached_tokens == 0
+    assert again.text == first.text and again.cached_tokens == len(prompt)
+
+
+def test_stops_at_the_token_limit_and_at_the_deadline(llm):
+    prompt = tokens_of(llm, QUESTION)
+    gbnf = schema_to_gbnf(SCHEMA)
+    cut = decode_greedy(llm, prompt, gbnf=gbnf, root="root", max_tokens=4, deadline=1e18)
+    assert cut.finish == "length" and cut.completion_tokens == 4
+    assert cut.text.startswith("{")
+    late = decode_greedy(
+        llm, prompt, gbnf=gbnf, root="root", max_tokens=50, deadline=time.monotonic() - 1
+    )
+    assert late.finish == "deadline" and late.completion_tokens == 0
+
+
+def test_the_sampler_picks_the_best_token_the_grammar_allows(llm):
+    yes, no = (tokens_of(llm, word)[0] for word in ("yes", "no"))
+    sampler = GrammarSampler(llm, 'root ::= "yes" | "no"', "root")
+    try:
+        logits = np.full(llm.n_vocab(), -5.0, dtype=np.single)
+        logits[tokens_of(llm, "maybe")[0]] = 9.0  # the argmax, which the grammar rejects
+        logits[no], logits[yes] = 3.0, 2.0
+        assert not sampler.allows(tokens_of(llm, "maybe")[0], 9.0)
+        assert sampler.pick(logits) == no
+        logits[yes] = 10.0
+        assert sampler.pick(logits) == yes  # allowed argmax: taken without filtering
+    finally:
+        sampler.close()
