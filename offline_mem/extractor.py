@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .decoding import decode_greedy
+from .decoding import GrammarSampler, decode_greedy
 from .errors import ExtractionError, ModelError
 from .kv_slots import KvSlots
 
@@ -200,16 +200,11 @@ class LlamaExtractor(Extractor):
         key = json.dumps(schema, sort_keys=True)
         grammar = loaded.grammars.get(key)
         if grammar is None:
-            import llama_cpp
-
             grammar = (schema_to_gbnf(schema), "root")
-            vocab = loaded.llm._model.vocab
-            probe = llama_cpp.llama_sampler_init_grammar(
-                vocab, grammar[0].encode("utf-8"), grammar[1].encode("utf-8")
-            )
-            if not probe:
-                raise ExtractionError("llama.cpp rejected the grammar compiled from the schema")
-            llama_cpp.llama_sampler_free(probe)
+            try:
+                GrammarSampler(loaded.llm, *grammar).close()  # parse it once, fail here
+            except ValueError as exc:
+                raise ExtractionError(f"{exc} compiled from the schema") from exc
             loaded.grammars[key] = grammar
         return grammar
 
