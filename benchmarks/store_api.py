@@ -45,8 +45,8 @@ def sentence(i: int) -> str:
 # object attribute -> part name; keyword_stats and keyword_candidates are one part
 SEARCH_PARTS = {
     "embedder.embed": "query_embedding",
-    "entities.extract": "query_entities",
-    "analyzer.analyze": "analyze",
+    "entities.extract_query": "query_entities",
+    "analyzer.analyze_query": "analyze",
     "store.vector_candidates": "vector_knn",
     "store.vector_similarities": "vector_fill",
     "store.keyword_stats": "keyword",

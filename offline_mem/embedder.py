@@ -62,6 +62,7 @@ class SentenceTransformerEmbedder(Embedder):
         self.identity = identity
         self.batch_size = batch_size
         self._model: Any = None
+        self._direct: Any = None  # DirectBertEncoder for single texts, when the layout allows
         self._lock = threading.Lock()
 
     def _load(self) -> Any:
@@ -87,6 +88,9 @@ class SentenceTransformerEmbedder(Embedder):
                         f"embedder at {self.model_dir} gives {dim} dimensions, "
                         f"the manifest says {self.identity.dimension}"
                     )
+                from .bert_forward import DirectBertEncoder
+
+                self._direct = DirectBertEncoder.from_model(self._model)
             return self._model
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
@@ -102,8 +106,18 @@ class SentenceTransformerEmbedder(Embedder):
         )
         return normalize_rows(vectors)
 
+    def embed(self, text: str) -> np.ndarray:
+        """One text (a query): the direct BERT forward when the model's layout allows it (same
+        vector, a quarter less time; see bert_forward.py), else `encode`."""
+        self._load()
+        direct = self._direct
+        if direct is None:
+            return self.embed_batch([text])[0]
+        return direct.encode_one(text)
+
     def close(self) -> None:
         self._model = None
+        self._direct = None
 
 
 class QueryVectorCache(Embedder):

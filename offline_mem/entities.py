@@ -68,6 +68,11 @@ class EntityExtractor(ABC):
     def extract(self, text: str) -> list[EntityMention]:
         return self.extract_batch([text])[0]
 
+    def extract_query(self, text: str) -> list[EntityMention]:
+        """A search query's mentions. Search also looks up every 1-3 word n-gram of the query
+        (nlp.query_entity_norms), so an extractor may skip costly recognition here."""
+        return self.extract(text)
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model; the default holds none."""
 
@@ -105,6 +110,13 @@ class SpacyEntities(EntityExtractor):
         from .nlp import parse
 
         return [_from_doc(doc) for doc in parse(nlp, texts)]
+
+    def extract_query(self, text: str) -> list[EntityMention]:
+        """Without the recogniser (the query's doc has no `ents`): its proper-noun runs and
+        quoted titles, which cover names longer than the n-grams search looks up."""
+        from .nlp import parse
+
+        return _from_doc(parse(self._load(), [text], query=True)[0])
 
     def close(self) -> None:
         self._nlp = None

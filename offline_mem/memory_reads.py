@@ -115,7 +115,7 @@ class MemoryReads:
             include_superseded=bool(include_superseded),
             weights=self.weights,
         )
-        mentions = self.entities.extract(query)
+        mentions = self.entities.extract_query(query)
         hits = hybrid_search(
             self.store, self._query_embedder, self.analyzer, request, mentions=mentions
         )

@@ -50,7 +50,7 @@ def hybrid_search(
     query_vector: np.ndarray | None = None,
     mentions: Sequence[EntityMention] = (),
 ) -> list[tuple[MemoryRecord, Ranked]]:
-    analysis = analyzer.analyze(request.query)
+    analysis = analyzer.analyze_query(request.query)
     vector = embedder.embed(request.query) if query_vector is None else query_vector
     norms = analyzer.query_entity_norms(analysis, mentions)
     n = overfetch(request.top_k)

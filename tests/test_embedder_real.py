@@ -51,6 +51,41 @@ def test_vectors_are_unit_length_deterministic_and_semantic(
     assert similar > 0.6 > unrelated
 
 
+def test_single_text_path_matches_encode(real_embedder: SentenceTransformerEmbedder) -> None:
+    """Queries go through the direct BERT forward (bert_forward.py); it must give encode's
+    vector for every kind of text, or stored vectors and query vectors would drift apart."""
+    real_embedder.embed("warm up")
+    assert real_embedder._direct is not None  # the pinned model has the layout it reproduces
+    texts = [
+        "What is the name of Oskar's sister?",
+        "  leading and trailing spaces  ",
+        "x",
+        "Ünïcödé, emoji 🐈 and numbers 4417-B",
+        "a long text " * 200,  # past max_seq_length: truncated the same way
+    ]
+    batch = real_embedder.embed_batch(texts)
+    for text, expected in zip(texts, batch, strict=True):
+        single = real_embedder.embed(text)
+        assert single.dtype == np.float32 and single.shape == (384,)
+        assert np.abs(single - expected).max() < 1e-5, text
+
+
+def test_other_layouts_keep_encode() -> None:
+    from offline_mem.bert_forward import DirectBertEncoder
+
+    class Pooling:
+        pooling_mode = "cls"
+
+    class Transformer:
+        auto_model = None
+
+    class Normalize:
+        pass
+
+    assert DirectBertEncoder.from_model([Transformer(), Pooling(), Normalize()]) is None
+    assert DirectBertEncoder.from_model([Transformer(), Pooling()]) is None
+
+
 def test_memory_with_real_embedder_end_to_end(tmp_path) -> None:
     path = str(tmp_path / "real.db")
     with Memory({"path": path}) as memory:

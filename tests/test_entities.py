@@ -34,3 +34,30 @@ def test_spacy_entities_from_the_verified_folder(spacy_entities):
     assert "user" not in {e.norm for e in ana}
     assert "matrix" in {e.norm for e in quoted}
     assert spacy_entities.extract("") == []
+
+
+@pytest.mark.real_model
+def test_query_path_skips_the_recogniser_but_keeps_analysis_and_names(spacy_entities):
+    """Search parses queries without spaCy's NER (nlp.QUERY_SKIPS). Keyword terms and tokens
+    must not change, names must still be found, and the cheaper doc must never be handed to a
+    write asking for the same text."""
+    from offline_mem.nlp import SpacyAnalyzer
+
+    analyzer = SpacyAnalyzer(resolve_models_dir() / DEFAULT_NLP)
+    queries = [
+        "When did Oskar's sister Ana move to New York?",
+        'Which film did the user call "The Lord of the Rings" her favourite?',
+        "what is the name of marta's cat",
+        "How many km did User run in the 2024 Berlin Marathon?",
+    ]
+    for query in queries:
+        fast = analyzer.analyze_query(query)
+        full = analyzer.analyze(query)
+        assert (fast.terms, fast.tokens) == (full.terms, full.tokens), query
+    first = {m.norm for m in spacy_entities.extract_query(queries[0])}
+    assert {"oskar", "ana", "new york"} <= first
+    titled = {m.norm for m in spacy_entities.extract_query(queries[1])}
+    assert "lord of the rings" in titled  # four words: longer than the n-grams search adds
+    # The same text parsed for a write right after the query still gets spaCy's labels.
+    kinds = {m.norm: m.kind for m in spacy_entities.extract(queries[0])}
+    assert kinds.get("new york") == "GPE"

@@ -61,7 +61,7 @@ def scores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         leaks = 0
         for query in data.queries:
             vector = memory.embedder.embed(query.text)
-            mentions = memory.entities.extract(query.text)
+            mentions = memory.entities.extract_query(query.text)
             gold = [ids[g] for g in query.gold]
             for method, signals in (("vector", ("semantic",)), ("hybrid", None)):
                 request = SearchRequest(

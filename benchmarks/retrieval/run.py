@@ -143,7 +143,7 @@ def evaluate(
         start = time.perf_counter()
         vector = memory.embedder.embed(query.text)
         embed_s += time.perf_counter() - start
-        mentions = memory.entities.extract(query.text)
+        mentions = memory.entities.extract_query(query.text)
         row: dict[str, Any] = {"id": query.id, "kind": query.kind, "query": query.text,
                                "gold": list(query.gold)}  # fmt: skip
         for method, signals in SIGNALS.items():

@@ -287,7 +287,7 @@ class PartTimer:
         self.seconds: Counter[str] = Counter()
         for method, part in self.PARTS.items():
             setattr(store, method, self._wrap(getattr(store, method), part))
-        analyzer.analyze = self._wrap(analyzer.analyze, "analyze")
+        analyzer.analyze_query = self._wrap(analyzer.analyze_query, "analyze")
 
     def _wrap(self, fn: Callable[..., Any], part: str) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:
@@ -362,7 +362,7 @@ def run_one(memory: Memory, where: Any, text: str) -> tuple[float, float, float,
     vector = memory.embedder.embed(text)
     embed = time.perf_counter() - start
     start = time.perf_counter()
-    mentions = memory.entities.extract(text)
+    mentions = memory.entities.extract_query(text)
     ner = time.perf_counter() - start
     request = SearchRequest(query=text, where=where, top_k=10, threshold=None)
     start = time.perf_counter()
