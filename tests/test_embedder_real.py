@@ -70,20 +70,21 @@ def test_single_text_path_matches_encode(real_embedder: SentenceTransformerEmbed
         assert np.abs(single - expected).max() < 1e-5, text
 
 
-def test_other_layouts_keep_encode() -> None:
+def test_other_layouts_keep_encode(real_embedder: SentenceTransformerEmbedder) -> None:
+    """A layout the direct forward does not reproduce (here the pinned BERT with CLS pooling,
+    or without Normalize) is refused, so it keeps going through encode."""
     from offline_mem.bert_forward import DirectBertEncoder
 
-    class Pooling:
+    model = real_embedder._load()
+    assert DirectBertEncoder.from_model(model) is not None
+    transformer, pooling, normalize = list(model)
+
+    class Pooling:  # named like sentence-transformers' module, pooling the CLS token
         pooling_mode = "cls"
+        include_prompt = True
 
-    class Transformer:
-        auto_model = None
-
-    class Normalize:
-        pass
-
-    assert DirectBertEncoder.from_model([Transformer(), Pooling(), Normalize()]) is None
-    assert DirectBertEncoder.from_model([Transformer(), Pooling()]) is None
+    assert DirectBertEncoder.from_model([transformer, Pooling(), normalize]) is None
+    assert DirectBertEncoder.from_model([transformer, pooling]) is None
 
 
 def test_memory_with_real_embedder_end_to_end(tmp_path) -> None:
