@@ -6,6 +6,7 @@ run no transaction of their own beyond the store's snapshot reads, and keep Mem0
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from .embedder import Embedder
@@ -13,10 +14,12 @@ from .entities import EntityExtractor
 from .errors import MemoryNotFoundError, ValidationError
 from .filters import compile_filters
 from .nlp import TextAnalyzer
-from .ranking import Weights
-from .records import MemoryRecord
+from .ranking import Ranked, Weights, interleave
+from .records import EntityMention, MemoryRecord
+from .references import Candidate, resolve_query
 from .search import SearchRequest, hybrid_search
 from .store import Store
+from .store_messages import MessageHit
 from .timeutil import is_expired, utc_now
 from .validation import (
     Scope,
@@ -30,6 +33,9 @@ from .validation import (
 )
 
 DEFAULT_SEARCH_THRESHOLD = 0.1
+# How many first results a relational reference is resolved from: the memory naming "Mateo's
+# neighbour" shares only those words with the question, and can rank below the top-k.
+RESOLVE_POOL = 20
 
 
 class MemoryReads:
@@ -97,13 +103,21 @@ class MemoryReads:
         include_superseded: bool = False,
         include_sources: bool = False,
         explain: bool = False,
+        resolve_references: bool = True,
         **unknown: Any,
     ) -> dict[str, Any]:
         """Memories of the filtered scope that best match `query`, best first.
 
         Candidates come from vector similarity, keyword (BM25) and entity signals; `score` is
         their weighted sum on a fixed [0, 1] scale (see ranking.py), and `threshold` drops lower
-        scores. `explain=True` adds each signal's contribution as `score_details`."""
+        scores. `explain=True` adds each signal's contribution as `score_details`.
+
+        A query naming someone by relation ("Which city does Mateo's neighbour live in?") is
+        searched again with the name its first results give ("... does Bruno live in?"). The
+        results are then the memory that gave the name, followed by the two rankings taken in
+        turn (references.py); each memory keeps the score of the query that found it first,
+        and `explain=True` adds `resolved_query`.
+        `resolve_references=False` searches the query as given only."""
         reject_unknown_kwargs("search", unknown)
         check_text(query, "query")
         request = SearchRequest(
@@ -116,9 +130,10 @@ class MemoryReads:
             weights=self.weights,
         )
         mentions = self.entities.extract_query(query)
-        hits = hybrid_search(
-            self.store, self._query_embedder, self.analyzer, request, mentions=mentions
-        )
+        if resolve_references:
+            hits, resolved = self._search_resolving(request, mentions)
+        else:
+            hits, resolved = self._hybrid(request, mentions), None
         now = utc_now()
         results = []
         for record, ranked in hits:
@@ -130,6 +145,8 @@ class MemoryReads:
             if include_sources:
                 item["sources"] = [m.to_dict() for m in self.store.sources(record.rowid)]
             results.append(item)
+        if explain:
+            return {"results": results, "resolved_query": resolved}
         return {"results": results}
 
     def search_messages(
@@ -139,6 +156,7 @@ class MemoryReads:
         filters: dict[str, Any] | None = None,
         top_k: int = 10,
         threshold: float | None = None,
+        resolve_references: bool = True,
         **unknown: Any,
     ) -> dict[str, Any]:
         """The stored messages (not memories) of a scope closest to `query`, best first.
@@ -147,23 +165,77 @@ class MemoryReads:
         searchable. `filters` names the scope by `user_id`, `agent_id` and/or `run_id` (exact
         values; messages carry no metadata). `score` is the cosine similarity of the query to
         the message; `threshold` drops lower scores. Each result lists `memory_ids`, the
-        memories extracted from that message. System messages are not indexed."""
+        memories extracted from that message. System messages are not indexed. Relational
+        references are resolved as in `search` ("my neighbour" in a message counts only when
+        its speaker is the person the query names)."""
         reject_unknown_kwargs("search_messages", unknown)
         check_text(query, "query")
         scope = _message_scope(filters)
         limit = check_top_k(top_k)
         floor = check_threshold(threshold)
-        vector = self._query_embedder.embed(query)
-        scored = self.store.message_candidates(vector, scope, k=limit)
-        if floor is not None:
-            scored = {seq: score for seq, score in scored.items() if score >= floor}
+        if resolve_references:
+            hits = self._message_hits_resolving(query, scope, limit, floor)
+        else:
+            hits = self._message_hits(query, scope, limit, floor)
         results = []
-        for hit in self.store.message_hits(scored):
+        for hit in hits:
             item = hit.record.to_dict()
             item["score"] = round(hit.score, 6)
             item["memory_ids"] = list(hit.memory_ids)
             results.append(item)
         return {"results": results}
+
+    def _hybrid(
+        self, request: SearchRequest, mentions: list[EntityMention]
+    ) -> list[tuple[MemoryRecord, Ranked]]:
+        return hybrid_search(
+            self.store, self._query_embedder, self.analyzer, request, mentions=mentions
+        )
+
+    def _search_resolving(
+        self, request: SearchRequest, mentions: list[EntityMention]
+    ) -> tuple[list[tuple[MemoryRecord, Ranked]], str | None]:
+        """hybrid_search, with the query's relational references resolved from a wider pool
+        (more results, no threshold) and searched again (references.py)."""
+        wide = replace(request, top_k=max(request.top_k, RESOLVE_POOL), threshold=None)
+        pool = self._hybrid(wide, mentions)
+        floor = request.threshold
+        hits = [hit for hit in pool if floor is None or hit[1].score >= floor]
+        candidates = [Candidate(r.text, r.actor_id, r.role != "assistant") for r, _ in pool]
+        resolved = resolve_query(request.query, candidates)
+        if resolved is None:
+            return hits[: request.top_k], None
+        again = self._hybrid(
+            replace(request, query=resolved.query), self.entities.extract_query(resolved.query)
+        )
+        bridges = [pool[i] for i in resolved.sources]  # kept whatever their score
+        merged = interleave([bridges, again, hits], key=lambda h: h[0].rowid, limit=request.top_k)
+        return merged, resolved.query
+
+    def _message_hits_resolving(
+        self, query: str, scope: Scope, limit: int, floor: float | None
+    ) -> list[MessageHit]:
+        """_message_hits, with relational references resolved as in _search_resolving."""
+        pool = self._message_hits(query, scope, max(limit, RESOLVE_POOL), None)
+        hits = [hit for hit in pool if floor is None or hit.score >= floor]
+        candidates = [
+            Candidate(h.record.content, h.record.name, h.record.role == "user") for h in pool
+        ]
+        resolved = resolve_query(query, candidates)
+        if resolved is None:
+            return hits[:limit]
+        again = self._message_hits(resolved.query, scope, limit, floor)
+        bridges = [pool[i] for i in resolved.sources]
+        return interleave([bridges, again, hits], key=lambda h: h.record.seq, limit=limit)
+
+    def _message_hits(
+        self, query: str, scope: Scope, limit: int, floor: float | None
+    ) -> list[MessageHit]:
+        vector = self._query_embedder.embed(query)
+        scored = self.store.message_candidates(vector, scope, k=limit)
+        if floor is not None:
+            scored = {seq: score for seq, score in scored.items() if score >= floor}
+        return self.store.message_hits(scored)
 
     def history(self, memory_id: str, **unknown: Any) -> list[dict[str, Any]]:
         """Every ADD/UPDATE/SUPERSEDE/DELETE of the memory, oldest first; kept after deletion."""

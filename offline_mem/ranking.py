@@ -14,10 +14,13 @@ shifts with whether any keyword or entity matched at all.)
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .errors import ValidationError
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -92,3 +95,19 @@ def score_and_rank(
         ranked.append(Ranked(c.rowid, score, semantic, keyword, entity, bm25))
     ranked.sort(key=lambda r: (-r.score, r.rowid))
     return ranked[:top_k]
+
+
+def interleave(
+    rankings: Sequence[Sequence[T]], key: Callable[[T], Hashable], limit: int
+) -> list[T]:
+    """The rankings taken in turn, one item each (first ranking first), each item once, cut at
+    `limit`. Unlike reciprocal rank fusion, an item two rankings share gains nothing: what
+    matches both a question and its rewrite is the generic part they share."""
+    seen: set[Hashable] = set()
+    merged: list[T] = []
+    for rank in range(max((len(r) for r in rankings), default=0)):
+        for ranking in rankings:
+            if rank < len(ranking) and key(ranking[rank]) not in seen:
+                seen.add(key(ranking[rank]))
+                merged.append(ranking[rank])
+    return merged[:limit]
