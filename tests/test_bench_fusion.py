@@ -27,3 +27,11 @@ def test_the_same_text_in_both_lists_is_one_hit_ranked_higher_with_merged_proven
 def test_empty_rankings():
     assert reciprocal_rank_fusion([[], []], 5) == []
     assert [h.text for h in reciprocal_rank_fusion([[], hits("x", prefix="T")], 5)] == ["x"]
+
+
+def test_a_text_repeated_in_one_list_counts_once_at_its_best_rank():
+    turns = hits("first", "said twice", "third", "Said  twice", prefix="T")
+    facts = hits("a fact", prefix="F")
+    fused = reciprocal_rank_fusion([turns, facts], 10)
+    assert [h.text for h in fused] == ["first", "a fact", "said twice", "third"]
+    assert fused[2].dia_ids == ("T1", "T3")

@@ -249,14 +249,18 @@ RRF_K = 60  # the constant of Cormack et al. (2009); it damps the weight of the 
 
 def reciprocal_rank_fusion(rankings: list[list[Hit]], top_k: int) -> list[Hit]:
     """Fuse ranked lists by sum of 1 / (RRF_K + rank); ties keep the earlier list first. The
-    same text in two lists is one hit (its provenance merged)."""
+    same text in two lists, or twice in one, is one hit (its provenance merged); within one
+    list it counts once, at its best rank (a turn said twice is not twice as relevant)."""
     scores: dict[str, float] = {}
     merged: dict[str, Hit] = {}
     order: dict[str, tuple[int, int]] = {}
     for list_number, ranking in enumerate(rankings):
+        counted: set[str] = set()
         for rank, hit in enumerate(ranking, start=1):
             key = " ".join(hit.text.split()).lower()
-            scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank)
+            if key not in counted:  # a text said twice counts once per list, at its best rank
+                counted.add(key)
+                scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank)
             order.setdefault(key, (rank, list_number))
             if key in merged:
                 ids = tuple(sorted(set(merged[key].dia_ids) | set(hit.dia_ids)))
