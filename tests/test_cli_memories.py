@@ -118,3 +118,12 @@ def test_errors_are_one_line_with_exit_1(cli: Cli) -> None:
     assert cli.run("add", "--user", "u1").exit_code == 2  # neither TEXT nor --messages
     with pytest.raises(ScopeRequiredError):  # --debug: the exception itself, with its traceback
         cli.run("--debug", "add", "--no-infer", "no scope")
+
+
+def test_search_explain_shows_a_resolved_reference(cli: Cli) -> None:
+    cli.ok("add", "--user", "u1", "--no-infer", "My neighbour, Bruno, is a carpenter.")
+    cli.ok("add", "--user", "u1", "--no-infer", "Bruno lives in Aarhus.")
+    text = cli.ok("search", "--user", "u1", "--explain", "Where does my neighbour live?")
+    assert text.splitlines()[0] == "also searched as: Where does Bruno live?"
+    plain = cli.ok("search", "--user", "u1", "Where does my neighbour live?")
+    assert "also searched as" not in plain

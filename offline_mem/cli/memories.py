@@ -192,6 +192,8 @@ def search(
     if state.json:
         echo_json(result)
         return
+    if result.get("resolved_query"):
+        click.echo(f"also searched as: {result['resolved_query']}")
     if not result["results"]:
         click.echo("no memories found")
     for item in result["results"]:
