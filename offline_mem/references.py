@@ -73,8 +73,9 @@ class Resolution:
 
 @dataclass(frozen=True)
 class Reference:
-    """One relational reference of a query: `text` is the span to replace, `owner` its
-    normalised possessor ("my" for the user) and `relation` the singular relation noun."""
+    """One relational reference of a query: `query[start:end]` is the span to replace
+    ("Mateo's best friend"), `owner` its normalised possessor ("my" for the user) and
+    `relation` the relation noun ("friend")."""
 
     start: int
     end: int
@@ -113,11 +114,6 @@ def _relation_spans(text: str, relation: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in pattern.finditer(text)]
 
 
-def _owner_before(text: str, start: int) -> re.Match[str] | None:
-    """The possessor written just before the relation noun at `start`, if any."""
-    return _OWNER_IN_TEXT.search(text[:start])
-
-
 def _belongs_to_other(owned: re.Match[str] | None, reference: Reference, said: Candidate) -> bool:
     """True when the relation noun is someone else's than the reference's owner: another
     named owner ("Casey's cousin"), "your cousin", "his cousin" said by someone (in an
@@ -147,7 +143,7 @@ def bridge_name(reference: Reference, said: Candidate) -> str | None:
     if said.speaker:
         excluded.add(normalize_entity(said.speaker))
     for start, end in _relation_spans(text, reference.relation):
-        owned = _OWNER_IN_TEXT.search(text[:start])
+        owned = _OWNER_IN_TEXT.search(text[:start])  # the possessor right before the noun
         if _belongs_to_other(owned, reference, said):
             continue
         after = _NAME_AFTER.match(text[end:])
