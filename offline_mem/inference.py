@@ -21,14 +21,17 @@ from .filters import compile_filters
 from .grounding import (
     NAME_KINDS,
     drop_context_copies,
+    drop_invented_names,
     drop_subject_swaps,
     ground_facts,
+    name_the_user,
     speaker_names,
 )
 from .procedural import PROCEDURAL_PROMPT_VERSION, build_procedural_prompt, render_summary
 from .prompts import (
     MAX_EXISTING,
     PROMPT_VERSION,
+    SHOW_MIN_SIMILARITY,
     ExistingMemory,
     PromptMessage,
     day,
@@ -66,17 +69,31 @@ def _prompt_message(message: NewMessage | MessageRecord) -> PromptMessage:
     )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Existing:
+    """The scope's memories most similar to an add's new messages, in the order they were
+    written (a stable order keeps more of the prompt in the KV cache)."""
+
+    records: list[MemoryRecord]  # up to MAX_EXISTING: duplicates and supersessions are sought here
+    shown: list[MemoryRecord]  # those at least SHOW_MIN_SIMILARITY alike: the prompt shows them
+
+
 def existing_memories(
     store: Store, embedder: Embedder, scope: Scope, texts: Sequence[str], now: datetime
-) -> list[MemoryRecord]:
-    """Up to 10 active, unexpired memories of the scope most similar to the new messages, in the
-    order they were written (a stable order keeps more of the prompt in the KV cache)."""
+) -> Existing:
+    """Up to MAX_EXISTING active, unexpired memories of the scope most similar to the new
+    messages. Only the similar enough are shown to the model: the rest cost ~13 prompt tokens
+    each on every add (~0.3 s at one thread) and, shown, invite the model to copy them; the
+    supersession check still considers all of them."""
     where = compile_filters({k: v for k, v in scope.as_dict().items() if v is not None})
     query = embedder.embed("\n".join(texts))
     condition = store.search_filter(where, now=now)
     hits = store.vector_candidates(query, where, condition, k=MAX_EXISTING)
-    records = list(store.records_by_rowid(list(hits)).values())
-    return sorted(records, key=lambda r: (r.created_at, r.rowid))
+    records = sorted(
+        store.records_by_rowid(list(hits)).values(), key=lambda r: (r.created_at, r.rowid)
+    )
+    shown = [r for r in records if hits[r.rowid] >= SHOW_MIN_SIMILARITY]
+    return Existing(records=records, shown=shown)
 
 
 def plan_facts(
@@ -98,34 +115,36 @@ def plan_facts(
     prompt = build_prompt(
         new_messages=[_prompt_message(request.messages[i]) for i in shown],
         recent=[_prompt_message(m) for m in recent],
-        existing=[ExistingMemory(text=r.text, observed_at=r.observed_at) for r in existing],
+        existing=[ExistingMemory(text=r.text, observed_at=r.observed_at) for r in existing.shown],
         now=request.now,
         instructions=request.instructions,
     )
     output = models.extractor.extract(prompt)
     roles = [m.role for m in request.messages]
-    facts = read_facts(output.data, shown_messages=shown, shown_memories=existing, roles=roles)
+    facts = read_facts(output.data, shown_messages=shown, roles=roles)
     names = speaker_names(request.messages)
     facts, misattributed = ground_facts(facts, request.messages, shown)
-    shown_context = [r.text for r in existing] + [m.content for m in recent]
-    facts, copied = drop_context_copies(facts, request.messages, shown, shown_context)
+    seen = [r.text for r in existing.records] + [m.content for m in recent]
+    facts, copied = drop_context_copies(facts, request.messages, shown, seen)
+    facts, invented = drop_invented_names(facts, request.messages, seen)
     facts, swapped = drop_subject_swaps(
         facts, request.messages, lambda texts: _names_in(models.entities, texts)
     )
-    facts = [_with_absolute_dates(f, request) for f in facts]
+    facts = [_with_absolute_dates(f, request) for f in name_the_user(facts, request.messages)]
     if not facts:
         return plan, [], output
-    vectors = models.embedder.embed_batch([f.text for f in facts] + [r.text for r in existing])
+    old = existing.records
+    vectors = models.embedder.embed_batch([f.text for f in facts] + [r.text for r in old])
     hashes = store.hashes_in_scope(request.scope, [fact_hash(f.text) for f in facts])
     context = AdmissionContext(
-        messages=request.messages, shown_memories=existing, shown_vectors=vectors[len(facts) :],
+        messages=request.messages, existing_vectors=vectors[len(facts) :],
         existing_hashes=frozenset(hashes), metadata=request.metadata,
-        expiration_date=request.expiration_date, names=names,
+        expiration_date=request.expiration_date,
     )  # fmt: skip
     admission = admit(facts, vectors[: len(facts)], context)
-    admission.dropped.extend(misattributed + copied + swapped)
+    admission.dropped.extend(misattributed + copied + invented + swapped)
     check_supersessions(
-        models.extractor, admission, existing, vectors[len(facts) :],
+        models.extractor, admission, old, vectors[len(facts) :],
         now_day=day(request.now), instructions=request.instructions,
         names=names,
     )  # fmt: skip

@@ -3,8 +3,8 @@
 Layout, most stable first, so that llama.cpp's KV cache serves the longest possible prefix:
 the static instructions and examples (identical on every call), then the caller's custom
 instructions (fixed for a `Memory`), then the scope's recent messages, the existing memories
-under small integer aliases, and last the new messages with their date. The model never sees a
-real memory id: only small integer aliases, mapped back by admission.
+similar to the new messages, and last the new messages with their date. The model never sees a
+memory id.
 
 The prompt holds no clock reading: with timestamps on the messages it is a function of the data
 alone, so a run gives the same memories whatever day it runs (today's date is shown only for
@@ -16,9 +16,12 @@ serves them. A sliding window of the last ten would change its first line on eve
 re-evaluate everything after the system message (measured on the side-by-side benchmark: ~400
 prompt tokens per add, 8 s of a 15 s add at one thread).
 
-The answer carries a fact's text, the new messages it comes from and the memories it supersedes,
-nothing else: on two cores every generated token costs as much as ~3 prompt tokens, and who said a
-fact follows from the messages it cites.
+The answer (facts-4) is an object from the number of a new message to the texts of the facts it
+states, nothing else: at one thread every generated token costs ~55 ms, as much as ~3 prompt
+tokens. Measured on the side-by-side benchmark's adds against facts-3 (a list of objects with
+"text", "from_messages" and "supersedes"): ~61 generated tokens per add, 39 of them JSON keys and
+links, against ~30 now. Who said a fact follows from its message; which memory it supersedes is
+asked afterwards, one pair at a time (`supersession.py`).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import Any
 
 from .extractor import Prompt
 
-PROMPT_VERSION = "facts-3"
+PROMPT_VERSION = "facts-4"
 
 MAX_FACTS = 6  # facts per answer (two messages rarely hold more)
 MAX_FACT_CHARS = 200
@@ -38,6 +41,7 @@ MAX_REFS = 6  # message numbers / memory aliases per fact
 # Existing memories shown: the most similar to the new messages. Each is ~15 prompt tokens
 # evaluated on every add (the list changes with the messages, so the KV cache cannot serve it).
 MAX_EXISTING = 6
+SHOW_MIN_SIMILARITY = 0.3  # of those, the ones shown to the model (all-MiniLM-L6-v2 cosine)
 # The recent messages shown: all since the window's start, which moves RECENT_STEP messages at a
 # time and leaves at least RECENT_MIN messages; so between RECENT_MIN and RECENT_MIN+RECENT_STEP-1.
 RECENT_MIN = 4
@@ -48,29 +52,22 @@ NEW_MESSAGE_CHARS = 4000  # each new message is cut to this
 # Bounds the answer: 6 facts x (200 chars ~ 50 tokens + ~20 tokens of JSON keys) = ~420.
 FACTS_MAX_TOKENS = 512
 
-_INDEX = {"type": "integer", "minimum": 0, "maximum": 99}
 
-FACTS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "facts": {
-            "type": "array",
-            "maxItems": MAX_FACTS,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "text": {"type": "string", "minLength": 1, "maxLength": MAX_FACT_CHARS},
-                    "from_messages": {"type": "array", "maxItems": MAX_REFS, "items": _INDEX},
-                    "supersedes": {"type": "array", "maxItems": MAX_REFS, "items": _INDEX},
-                },
-                "required": ["text", "from_messages", "supersedes"],
-                "additionalProperties": False,
-            },
-        }
-    },
-    "required": ["facts"],
-    "additionalProperties": False,
-}
+def facts_schema(new_messages: int) -> dict[str, Any]:
+    """The answer: an object keyed by the number of each new message that states facts, each
+    holding the list of those facts. Keys are optional and in order, so an answer with nothing
+    new is {}."""
+    facts = {
+        "type": "array",
+        "maxItems": MAX_FACTS,
+        "items": {"type": "string", "minLength": 1, "maxLength": MAX_FACT_CHARS},
+    }
+    return {
+        "type": "object",
+        "properties": {str(n): facts for n in range(1, new_messages + 1)},
+        "additionalProperties": False,
+    }
+
 
 FACTS_INSTRUCTIONS = """\
 You are a careful note-taker for a personal assistant. You read the NEW MESSAGES of a \
@@ -85,14 +82,12 @@ and use names, never pronouns like "he", "she", "it", "they", "I" or "my".
 3. Write one fact per piece of information; keep specific names, numbers and places.
 4. Write dates as absolute dates: resolve "today", "yesterday", "last week", "next Friday" \
 against the date of the new messages.
-5. "from_messages" lists the numbers of the new messages the fact comes from.
-6. "supersedes" lists the numbers of existing memories that the fact makes no longer true, \
-because something changed: the user moved, changed jobs, changed a preference, a plan was \
-cancelled or moved. A fact that only talks about the past ("User used to love hiking") or adds \
-detail supersedes nothing. Leave it empty unless an existing memory became false.
-7. Skip greetings, thanks, small talk, questions without facts and general advice. Do not \
-repeat a fact that an existing memory or a recent message already states. If there is nothing \
-new, answer {"facts": []}.
+5. When something changed (a move, a new job, a new preference, a plan cancelled or moved), \
+write the new state ("User lives in Porto"), not the old one.
+6. Skip greetings, thanks, small talk, questions without facts and general advice. Do not \
+repeat a fact that an existing memory or a recent message already states.
+7. Answer with one JSON object: the number of each new message that states facts, with the \
+list of its facts. Leave out messages without facts; if there is nothing new, answer {}.
 
 Example 1.
 Recent messages (context only):
@@ -100,30 +95,23 @@ Recent messages (context only):
 - assistant: Congratulations!
 Existing memories:
 0. User works as a nurse at Santa Maria hospital.
-1. User lives in Lisbon.
-2. User has a cat named Mia.
+1. User has a cat named Mia.
 New messages (2024-06-05 (Wednesday)):
-1. user: Hi! I moved to Porto last month and now I work at São João hospital. Mia loves the \
-new flat. My sister Ana visits on Sunday.
+1. user: Hi! Since last month I live in Porto and work at São João hospital. Mia loves the new \
+flat. My sister Ana visits on Sunday.
 2. assistant: Nice! Enjoy the visit.
 Answer:
-{"facts": [{"text": "User moved from Lisbon to Porto in May 2024.", "from_messages": [1], \
-"supersedes": [1]}, {"text": "User works as a nurse at São João hospital.", "from_messages": \
-[1], "supersedes": [0]}, {"text": "User's sister is named Ana.", "from_messages": [1], \
-"supersedes": []}, {"text": "Ana visits User on Sunday 9 June 2024.", "from_messages": [1], \
-"supersedes": []}]}
-(The cat Mia is already memory 2 and the marathon is a recent message, so neither is repeated; \
-the assistant's reply holds no fact.)
+{"1": ["User lives in Porto since May 2024.", "User works as a nurse at São João hospital.", \
+"User's sister is named Ana.", "Ana visits User on Sunday 9 June 2024."]}
+(The cat Mia is already memory 1 and the marathon is a recent message, so neither is repeated; \
+the assistant's reply holds no fact, so message 2 is left out.)
 
 Example 2.
 New messages:
 1. user: Hello, how are you today?
 2. assistant: I'm fine, thanks! How can I help you?
 Answer:
-{"facts": []}
-
-Answer with one JSON object: {"facts": [...]}, each fact with "text", "from_messages" and \
-"supersedes"."""
+{}"""
 
 
 @dataclass(frozen=True)
@@ -239,6 +227,6 @@ def build_facts_prompt(
             {"role": "system", "content": system},
             {"role": "user", "content": "\n".join(parts)},
         ),
-        schema=FACTS_SCHEMA,
+        schema=facts_schema(len(new_messages)),
         max_tokens=FACTS_MAX_TOKENS,
     )

@@ -1,13 +1,17 @@
-"""The supersession check: a second, narrow question to the extractor for the pairs it may
-have missed.
+"""The supersession check: which old memory a new fact makes no longer true, asked one pair at
+a time.
 
-Measured on benchmarks/extraction (8 contradiction cases): the 1.5B model writes the new fact
-("User's favourite colour is green now.") but often leaves "supersedes" empty, so the old fact
-("...is blue.") stays active beside it. After admission, each new fact that supersedes nothing is
-paired with the shown memory most similar to it; when that pair is at least
-`CHECK_MIN_SIMILARITY` alike, the model is asked one yes/no question: is the old memory still
-true? At most `MAX_CHECKS` questions per add, most similar pairs first. The supersessions the
-model did name are asked the same question first, and withdrawn when the answer is "still true".
+The facts answer names no superseded memory. Measured on the side-by-side benchmark, the 1.5B
+model's own "supersedes" list was mostly noise (a sourdough loaf superseding the user's job, a
+friend's music taste superseding the user's cousin), each wrong name cost a check, and writing
+the list cost ~6 generated tokens per fact (~0.3 s at one thread). Measured on
+benchmarks/extraction (8 contradiction cases), it also missed real changes ("User's favourite
+colour is green now." beside "...is blue.").
+
+So after admission, each new fact is paired with the existing memory most similar to it that
+shares a content word with it; when that pair is at least `CHECK_MIN_SIMILARITY` alike, the
+model is asked one yes/no question: has the old memory changed? At most `MAX_CHECKS` questions
+per add, most similar pairs first.
 
 The check prompt keeps the facts prompt's system message, so its first call finds that long
 static prefix in llama.cpp's KV cache; after that each kind keeps its own cached sequence
@@ -82,26 +86,18 @@ def pairs_to_check(
     shown: Sequence[MemoryRecord],
     shown_vectors: np.ndarray,
     names: frozenset[str] = frozenset(),
-    exclude: frozenset[int] = frozenset(),
 ) -> list[CheckPair]:
-    """Each new memory that supersedes nothing, with its most similar shown memory not already
-    superseded in this add that shares a content word with it (`names`, the speakers' names,
-    do not count); pairs below the floor dropped; at most MAX_CHECKS, most similar first; an
-    old memory is checked once, and never when its shown index is in `exclude` (asked already)."""
+    """Each new memory with its most similar existing memory that shares a content word with it
+    (`names`, the speakers' names, do not count); pairs below the floor dropped; at most
+    MAX_CHECKS, most similar first; an old memory is checked once."""
     if not len(shown):
         return []
-    taken = {old for m in memories for old in m.supersedes}
     candidates = []
     matrix = np.asarray(shown_vectors, dtype=np.float32)
     for index, memory in enumerate(memories):
-        if memory.supersedes:
-            continue
         similar = matrix @ np.asarray(memory.vector, dtype=np.float32)
         for j in np.argsort(-similar, kind="stable"):
-            old = shown[int(j)]
-            if int(j) in exclude:
-                continue
-            if old.id not in taken and share_a_content_word(memory.text, old.text, names):
+            if share_a_content_word(memory.text, shown[int(j)].text, names):
                 candidates.append(CheckPair(index, int(j), float(similar[int(j)])))
                 break
     candidates.sort(key=lambda p: (-p.similarity, p.memory))
@@ -147,35 +143,15 @@ def check_supersessions(
     instructions: str | None,
     names: frozenset[str] = frozenset({"user", "assistant"}),
 ) -> int:
-    """Verify each supersession the model named, withdrawing those the check answers "still
-    true"; then ask about each chosen pair and record the supersessions found in `admission`
-    (its memories and its Mem0-shaped results). Returns how many stand. An ExtractionError
-    propagates: the add fails and nothing is written.
-
-    The model's own "supersedes" is not enough on its own (measured on the 40-turn benchmark
-    of benchmarks/extraction: "User's cello teacher is Mr. Laurent" superseded "User is learning
-    to play the cello", "User uses a MacBook Pro for work" superseded "User runs in the mornings
-    before work"); a memory is hidden only when both the answer and the check say it changed."""
-
-    def still_true(old: MemoryRecord, memory: NewMemory) -> bool:
-        prompt = build_check_prompt(old, memory, now_day=now_day, instructions=instructions)
-        return interpret(extractor.extract(prompt).data)
-
+    """Ask about each chosen pair of a new memory and an existing one (`shown`, with their
+    embeddings) and record the supersessions found in `admission` (its memories and its
+    Mem0-shaped results). Returns how many were found. An ExtractionError propagates: the add
+    fails and nothing is written."""
     found = 0
-    position = {m.id: j for j, m in enumerate(shown)}
-    asked: set[int] = set()
-    for index, memory in enumerate(admission.memories):
-        for old_id in list(memory.supersedes):
-            asked.add(position[old_id])
-            if still_true(shown[position[old_id]], memory):
-                admission.withdraw_supersession(index, old_id)
-            else:
-                found += 1
-    for pair in pairs_to_check(
-        admission.memories, shown, shown_vectors, names, exclude=frozenset(asked)
-    ):
-        old = shown[pair.shown]
-        if not still_true(old, admission.memories[pair.memory]):
+    for pair in pairs_to_check(admission.memories, shown, shown_vectors, names):
+        old, memory = shown[pair.shown], admission.memories[pair.memory]
+        prompt = build_check_prompt(old, memory, now_day=now_day, instructions=instructions)
+        if not interpret(extractor.extract(prompt).data):
             admission.record_supersession(pair.memory, old)
             found += 1
     return found

@@ -56,8 +56,8 @@ Script = dict[str, Any] | BaseException | Callable[[Prompt], dict[str, Any]]
 
 class FakeExtractor(Extractor):
     """Answers from a script, in order: each item is the answer dict, an exception to raise, or a
-    function of the prompt. When the script runs out it answers {"facts": []} (for a procedural
-    prompt, an empty summary). Every prompt is recorded in `calls`."""
+    function of the prompt. When the script runs out it answers {} (for a procedural prompt, an
+    empty summary). Every prompt is recorded in `calls`."""
 
     def __init__(
         self,
@@ -70,11 +70,9 @@ class FakeExtractor(Extractor):
         self.script = list(script)
         self.calls: list[Prompt] = []
         # Supersession checks are answered by `still_true` and recorded apart, so scripts of
-        # facts answers are not consumed by them. By default the fake agrees with itself: an old
-        # memory changed when its last facts answer named it under "supersedes" for that fact.
-        self.still_true = still_true or self._agrees_with_last_answer
+        # facts answers are not consumed by them. By default nothing changed (see `changes`).
+        self.still_true = still_true or (lambda prompt: True)
         self.check_calls: list[Prompt] = []
-        self._last_facts: tuple[Prompt, dict[str, Any]] | None = None
         self.closed = False
 
     def extract(self, prompt: Prompt) -> ExtractionOutput:
@@ -84,46 +82,45 @@ class FakeExtractor(Extractor):
             return ExtractionOutput(data=answer, text=json.dumps(answer))
         self.calls.append(prompt)
         if not self.script:
-            empty: dict[str, Any] = {"facts": []} if prompt.kind == "facts" else {"steps": []}
+            empty: dict[str, Any] = {} if prompt.kind == "facts" else {"steps": []}
             return ExtractionOutput(data=empty, text=json.dumps(empty))
         item = self.script.pop(0)
         if isinstance(item, BaseException):
             raise item
         data = item(prompt) if callable(item) else item
-        if prompt.kind == "facts":
-            self._last_facts = (prompt, dict(data))
         return ExtractionOutput(data=dict(data), text=json.dumps(data, ensure_ascii=False))
-
-    def _agrees_with_last_answer(self, check: Prompt) -> bool:
-        found = _CHECK_PAIR.search(check.messages[-1]["content"])
-        if found is None or self._last_facts is None:
-            return True
-        old, new = found.group(1), found.group(2)
-        facts_prompt, answer = self._last_facts
-        shown = facts_prompt.messages[-1]["content"].split("Existing memories:")[-1]
-        aliases = {int(a) for a, text in _SHOWN_LINE.findall(shown) if text == old}
-        for item in answer.get("facts", []):
-            if isinstance(item, dict) and item.get("text") == new:
-                return not aliases & set(item.get("supersedes") or [])
-        return True
 
     def close(self) -> None:
         self.closed = True
 
 
-def fact(
-    text: str,
-    *,
-    from_messages: list[int] | None = None,
-    supersedes: list[int] | None = None,
-) -> dict[str, Any]:
-    """One fact in the extractor's answer format, for scripting a FakeExtractor."""
-    return {"text": text, "from_messages": from_messages or [1],
-            "supersedes": supersedes or []}  # fmt: skip
+def answer(*facts: str | tuple[int, str]) -> dict[str, list[str]]:
+    """A facts answer in the extractor's format, for scripting a FakeExtractor: each fact is its
+    text (stated in new message 1) or (message number, text)."""
+    out: dict[str, list[str]] = {}
+    for item in facts:
+        number, text = item if isinstance(item, tuple) else (1, item)
+        out.setdefault(str(number), []).append(text)
+    return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
+
+
+def changed_when(changed: Callable[[str, str], bool]) -> Callable[[Prompt], bool]:
+    """A FakeExtractor's `still_true`: the supersession check answers "changed" when
+    `changed(old memory, new fact)` is true."""
+
+    def still_true(check: Prompt) -> bool:
+        found = _CHECK_PAIR.search(check.messages[-1]["content"])
+        return found is None or not changed(found.group(1), found.group(2))
+
+    return still_true
+
+
+def changes(*pairs: tuple[str, str]) -> Callable[[Prompt], bool]:
+    """A FakeExtractor's `still_true`: "changed" exactly for these (old memory, new fact)."""
+    return changed_when(lambda old, new: (old, new) in pairs)
 
 
 _CHECK_PAIR = re.compile(r"Existing memory \(recorded .*?\): (.*)\nNew fact \(.*?\): (.*)\n")
-_SHOWN_LINE = re.compile(r"^(\d+)\. (.*)$", re.MULTILINE)
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
 
 

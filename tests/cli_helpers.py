@@ -12,22 +12,25 @@ import pytest
 from click.testing import CliRunner, Result
 
 from offline_mem.cli import common, main
+from offline_mem.extractor import Prompt
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor
 
 
 @dataclass
 class Cli:
     """Runs `offline-mem --db <db> ...`; every Memory the CLI builds gets `embedder`, a
-    FakeExtractor answering from `script`, and FakeEntities."""
+    FakeExtractor answering from `script` (its supersession checks from `still_true`), and
+    FakeEntities."""
 
     db: Path
     embedder: FakeEmbedder = field(default_factory=FakeEmbedder)
     script: list[Any] = field(default_factory=list)
     extractors: list[FakeExtractor] = field(default_factory=list)
+    still_true: Callable[[Prompt], bool] | None = None
 
     def models(self, chat: Callable[[str], Any] | None = None) -> common.CliModels:
         def extractor(name: str) -> FakeExtractor:
-            fake = FakeExtractor()
+            fake = FakeExtractor(still_true=self.still_true)
             fake.script = self.script  # shared: items appended later answer later calls
             self.extractors.append(fake)
             return fake

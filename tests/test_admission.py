@@ -14,7 +14,7 @@ from offline_mem.admission import (
 from offline_mem.content_words import share_a_content_word
 from offline_mem.memory import content_hash
 from offline_mem.records import MemoryRecord, NewMessage
-from offline_mem.testing import FakeEmbedder, fact
+from offline_mem.testing import FakeEmbedder, answer
 
 EMBED = FakeEmbedder()
 
@@ -36,12 +36,11 @@ MESSAGES = [
 SHOWN = [record(0, "User lives in Lisbon."), record(1, "User has a cat named Mia.")]
 
 
-def run(answer: dict, *, existing_hashes: frozenset[str] = frozenset(), shown=SHOWN):
+def run(reply: dict, *, existing_hashes: frozenset[str] = frozenset(), shown=SHOWN):
     roles = [m.role for m in MESSAGES]
-    facts = read_facts(answer, shown_messages=[1, 2], shown_memories=shown, roles=roles)
+    facts = read_facts(reply, shown_messages=[1, 2], roles=roles)
     ctx = AdmissionContext(
-        messages=MESSAGES, shown_memories=shown,
-        shown_vectors=EMBED.embed_batch([m.text for m in shown]),
+        messages=MESSAGES, existing_vectors=EMBED.embed_batch([m.text for m in shown]),
         existing_hashes=existing_hashes, metadata={"k": "v"}, expiration_date="2030-01-01",
         new_id=iter(f"new-{i}" for i in range(100)).__next__,
     )  # fmt: skip
@@ -53,108 +52,62 @@ def test_fact_hash_is_mem0_content_hash():
     assert fact_hash("User likes tea.") == content_hash("User likes tea.")
 
 
-def test_aliases_map_to_real_ids_and_out_of_range_is_dropped():
-    facts, _ = run({"facts": [fact("User lives in Porto.", from_messages=[1, 7, 0],
-                                   supersedes=[0, -1, 2])]})  # fmt: skip
-    assert facts[0].sources == (1,)
-    assert facts[0].supersedes == ("mem-0",)
+def test_message_numbers_map_to_plan_indexes_and_the_side_that_said_them():
+    facts, _ = run(answer("User lives in Porto.", (2, "Assistant said nice.")))
+    assert [(f.text, f.sources, f.attributed_to) for f in facts] == [
+        ("User lives in Porto.", (1,), "user"),
+        ("Assistant said nice.", (2,), "assistant"),
+    ]
 
 
-def test_a_fact_is_attributed_to_the_side_whose_messages_it_cites():
-    facts, _ = run({"facts": [fact("User lives in Porto.", from_messages=[1]),
-                              fact("Assistant said nice.", from_messages=[2]),
-                              fact("Both said it.", from_messages=[1, 2])]})  # fmt: skip
-    assert [f.attributed_to for f in facts] == ["user", "assistant", None]
-
-
-def test_no_valid_message_number_credits_every_shown_message():
-    facts, _ = run({"facts": [fact("User lives in Porto.", from_messages=[9])]})
-    assert facts[0].sources == (1, 2)
-    assert facts[0].attributed_to is None  # the two messages were said by both sides
+def test_keys_that_name_no_new_message_are_dropped():
+    reply = {"0": ["a"], "3": ["b"], "x": ["c"], "²": ["d"], "-1": ["e"], "2": ["kept"]}
+    facts, _ = run(reply)
+    assert [f.text for f in facts] == ["kept"]
 
 
 def test_junk_items_and_empty_texts_are_dropped():
-    answer = {
-        "facts": ["text", None, {"text": "   "}, {"text": 3}, fact("  User  rides\n a bike. ")]
-    }
-    facts, _ = run(answer)
+    reply = {"1": [None, "   ", 3, {"text": "x"}, "  User  rides\n a bike. ", "a\x00b"]}
+    facts, _ = run(reply)
     assert [f.text for f in facts] == ["User rides a bike."]
-    assert run({"facts": "nope"})[0] == [] and run({})[0] == []
+    assert run({"1": "nope"})[0] == [] and run({})[0] == []
 
 
-def test_supersession_builds_memory_and_results():
-    _, out = run({"facts": [fact("User moved from Lisbon to Porto.", supersedes=[0])]})
+def test_admission_builds_memory_and_results():
+    _, out = run(answer("User moved from Lisbon to Porto."))
     (memory,) = out.memories
-    assert memory.id == "new-0" and memory.supersedes == ["mem-0"]
+    assert memory.id == "new-0" and memory.supersedes == []
     assert memory.source_messages == [1] and memory.actor_id == "ana"
+    assert memory.attributed_to == "user"
     assert memory.observed_at == "2024-05-01T10:00:00+00:00"
     assert memory.metadata == {"k": "v"} and memory.expiration_date == "2030-01-01"
     assert out.results == [
-        {"id": "new-0", "memory": "User moved from Lisbon to Porto.", "event": "ADD",
-         "supersedes": ["mem-0"]},
-        {"id": "mem-0", "memory": "User lives in Lisbon.", "event": "SUPERSEDE",
-         "superseded_by": "new-0"},
-    ]  # fmt: skip
-
-
-def test_unrelated_supersession_is_ignored():
-    _, out = run({"facts": [fact("Congratulations on the new job!", supersedes=[1])]})
-    assert out.memories[0].supersedes == []
-    assert [r["event"] for r in out.results] == ["ADD"]
-
-
-def test_a_memory_is_superseded_once_per_batch():
-    _, out = run({"facts": [fact("User lives in Porto now, not Lisbon.", supersedes=[0]),
-                            fact("User left Lisbon.", supersedes=[0])]})  # fmt: skip
-    assert [r["event"] for r in out.results] == ["ADD", "SUPERSEDE", "ADD"]
+        {"id": "new-0", "memory": "User moved from Lisbon to Porto.", "event": "ADD"}
+    ]
 
 
 def test_exact_duplicates_against_scope_and_batch():
-    answer = {"facts": [fact("User likes tea."), fact("User likes tea."), fact("User likes jazz.")]}
-    _, out = run(answer, existing_hashes=frozenset({fact_hash("User likes jazz.")}))
+    reply = answer("User likes tea.", "User likes tea.", "User likes jazz.")
+    _, out = run(reply, existing_hashes=frozenset({fact_hash("User likes jazz.")}))
     assert [m.text for m in out.memories] == ["User likes tea."]
     assert out.dropped == [("User likes tea.", "duplicate"), ("User likes jazz.", "duplicate")]
 
 
-def test_near_duplicates_are_dropped_unless_superseding():
+def test_near_duplicates_of_existing_memories_and_of_the_batch_are_dropped():
     # FakeEmbedder ignores case and punctuation: these embed identically (similarity 1.0).
     same = "user lives in lisbon"
-    _, out = run({"facts": [fact(same)]})
+    _, out = run(answer(same))
     assert out.memories == [] and out.dropped == [(same, "near duplicate")]
-    _, out = run({"facts": [fact(same, supersedes=[0])]})
+    _, out = run(answer(same), shown=[])
     assert [m.text for m in out.memories] == [same]
-    _, out = run({"facts": [fact("User likes tea"), fact("user likes TEA!")]})
+    _, out = run(answer("User likes tea", "user likes TEA!"))
     assert [m.text for m in out.memories] == ["User likes tea"]
     assert 0.9 < NEAR_DUPLICATE_THRESHOLD < 1.0
 
 
 def test_empty_answer_admits_nothing():
-    facts, out = run({"facts": []})
+    facts, out = run({})
     assert facts == [] and out.memories == [] and out.results == []
-
-
-def test_a_wrong_alias_is_retargeted_to_the_most_similar_memory():
-    """The model meant to supersede (it named alias 1, the cat) but the fact is about Lisbon:
-    the most similar shown memory is superseded instead, when it is similar enough."""
-    _, out = run({"facts": [fact("User lives in Porto, not in Lisbon.", supersedes=[1])]})
-    assert out.memories[0].supersedes == ["mem-0"]
-    assert [r["event"] for r in out.results] == ["ADD", "SUPERSEDE"]
-
-
-def test_no_retarget_when_nothing_shown_is_similar_enough():
-    _, out = run({"facts": [fact("Congratulations on the new job!", supersedes=[1])]})
-    assert out.memories[0].supersedes == []
-
-
-def test_a_supersession_needs_the_two_facts_to_share_a_content_word():
-    shown = [record(0, "User finished reading The Overstory."), record(1, "User lives in Ghent.")]
-    # the model names the book as replaced by the move: nothing in common, so it stays
-    _, out = run({"facts": [fact("User moved to Aarhus last weekend.", supersedes=[0])]},
-                 shown=shown)  # fmt: skip
-    assert out.memories[0].supersedes == []
-    _, out = run({"facts": [fact("User moved from Ghent to Aarhus.", supersedes=[1])]},
-                 shown=shown)  # fmt: skip
-    assert out.memories[0].supersedes == ["mem-1"]
 
 
 def test_content_words_leave_out_names_numbers_and_months_and_join_living_and_moving():

@@ -13,7 +13,7 @@ from cli_helpers import Cli, install
 from offline_mem.cli import common
 from offline_mem.cli.chat import SYSTEM_PROMPT, ChatModel
 from offline_mem.errors import ExtractionError
-from offline_mem.testing import fact
+from offline_mem.testing import answer
 
 SMALL = "qwen2.5-coder-0.5b-instruct"
 
@@ -43,7 +43,7 @@ def test_answer_first_then_remember_and_survive_extraction_failure(cli: Cli, mon
     names: list[str] = []
     monkeypatch.setattr(common, "MODELS", cli.models(chat=lambda n: names.append(n) or chat))
     cli.ok("add", "--user", "u1", "--no-infer", "The wifi password is tulip-42")
-    cli.script += [{"facts": [fact("User lives in Lisbon.")]}, ExtractionError("model timed out")]
+    cli.script += [answer("User lives in Lisbon."), ExtractionError("model timed out")]
     result = cli.run(
         "chat",
         "--user",
@@ -94,7 +94,7 @@ def test_json_lines_and_no_remember(cli: Cli, monkeypatch) -> None:
 def test_chat_with_the_real_small_model(cli: Cli) -> None:
     """The real pinned 0.5B GGUF answers from a memory, then the exchange is remembered."""
     cli.ok("add", "--user", "u1", "--no-infer", "My wifi password is tulip-42")
-    cli.script.append({"facts": [fact("User asked for the wifi password.")]})
+    cli.script.append(answer("User asked for the wifi password."))
     result = cli.run(
         "chat",
         "--user",

@@ -9,7 +9,7 @@ import pytest
 from cli_helpers import Cli, install
 
 from offline_mem.errors import ExtractionError, ScopeRequiredError
-from offline_mem.testing import fact
+from offline_mem.testing import answer
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def test_add_search_list_get_without_inference(cli: Cli) -> None:
 
 
 def test_add_messages_from_stdin_with_inference(cli: Cli) -> None:
-    cli.script.append({"facts": [fact("User lives in Lisbon."), fact("User likes tea.")]})
+    cli.script.append(answer("User lives in Lisbon.", "User likes tea."))
     messages = [
         {"role": "user", "content": "I live in Lisbon and I like tea"},
         {"role": "assistant", "content": "Noted."},
@@ -69,7 +69,7 @@ def test_add_messages_from_stdin_with_inference(cli: Cli) -> None:
     result = cli.run("add", "--user", "u1", "I moved to Porto")
     assert result.exit_code == 1
     assert result.stderr == "error: the model timed out\n"
-    cli.script.append({"facts": []})
+    cli.script.append({})
     assert cli.ok("add", "--user", "u1", "Hello") == "nothing new to remember\n"
 
 

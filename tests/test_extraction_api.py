@@ -7,16 +7,17 @@ import pytest
 from offline_mem.errors import ExtractionError
 from offline_mem.memory import Memory
 from offline_mem.prompts import PROMPT_VERSION
-from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, fact
+from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer, changes
 
 
-def memory(tmp_path, *script, **config):
+def memory(tmp_path, *script, still_true=None, **config):
     return Memory({"path": str(tmp_path / "m.db"), **config}, embedder=FakeEmbedder(),
-                  extractor=FakeExtractor(*script), entities=FakeEntities())  # fmt: skip
+                  extractor=FakeExtractor(*script, still_true=still_true),
+                  entities=FakeEntities())  # fmt: skip
 
 
 def test_add_infers_facts_with_provenance_and_entities(tmp_path):
-    m = memory(tmp_path, {"facts": [fact("User lives in Lisbon."), fact("User likes Tea.")]})
+    m = memory(tmp_path, answer("User lives in Lisbon.", "User likes Tea."))
     out = m.add([{"role": "user", "content": "I live in Lisbon and like tea."},
                  {"role": "assistant", "content": "Noted!"}], user_id="u")  # fmt: skip
     assert [(r["memory"], r["event"]) for r in out["results"]] == [
@@ -32,41 +33,62 @@ def test_add_infers_facts_with_provenance_and_entities(tmp_path):
     assert row == (m.extractor.identity.sha256, PROMPT_VERSION)
 
 
+MOVED = "User lives in Porto now, not in Lisbon."
+
+
 def test_supersession_through_the_api(tmp_path):
-    m = memory(tmp_path, {"facts": [fact("User lives in Lisbon.")]},
-               {"facts": [fact("User moved from Lisbon to Porto.", supersedes=[0])]})  # fmt: skip
+    m = memory(tmp_path, answer("User lives in Lisbon."), answer(MOVED),
+               still_true=changes(("User lives in Lisbon.", MOVED)))  # fmt: skip
     old = m.add("I live in Lisbon.", user_id="u")["results"][0]["id"]
-    out = m.add("I moved to Porto.", user_id="u")["results"]
+    out = m.add("I live in Porto now, not in Lisbon.", user_id="u")["results"]
     new = out[0]["id"]
     assert out == [
-        {"id": new, "memory": "User moved from Lisbon to Porto.", "event": "ADD",
-         "supersedes": [old]},
+        {"id": new, "memory": MOVED, "event": "ADD", "supersedes": [old]},
         {"id": old, "memory": "User lives in Lisbon.", "event": "SUPERSEDE", "superseded_by": new},
     ]  # fmt: skip
-    # the model saw the old memory under alias 0, never its id
+    # the model saw the old memory, never its id, and the scope's recent messages
     prompt = m.extractor.calls[1].messages[1]["content"]
     assert "0. User lives in Lisbon." in prompt and old not in prompt
-    assert "- user: I live in Lisbon." in prompt  # recent messages of the scope
+    assert "- user: I live in Lisbon." in prompt
+    (check,) = m.extractor.check_calls
+    assert "User lives in Lisbon." in check.messages[1]["content"] and old not in str(check)
     assert m.get(old)["state"] == "superseded" and m.get(old)["superseded_by"] == new
     assert [r["id"] for r in m.get_all(filters={"user_id": "u"})["results"]] == [new]
     events = [(h["event"], h.get("related_memory_id")) for h in m.history(old)]
     assert events == [("ADD", None), ("SUPERSEDE", new)]
 
 
+def test_a_check_that_says_still_true_supersedes_nothing(tmp_path):
+    m = memory(tmp_path, answer("User lives in Lisbon."), answer(MOVED))
+    m.add("I live in Lisbon.", user_id="u")
+    out = m.add("I live in Porto now, not in Lisbon.", user_id="u")["results"]
+    assert [r["event"] for r in out] == ["ADD"] and len(m.extractor.check_calls) == 1
+    assert len(m.get_all(filters={"user_id": "u"})["results"]) == 2
+
+
 def test_superseded_and_expired_memories_are_not_shown_to_the_model(tmp_path):
-    m = memory(tmp_path, {"facts": [fact("User lives in Lisbon.")]},
-               {"facts": [fact("User lives in Porto.", supersedes=[0])]},
-               {"facts": [fact("User likes tea.")]})  # fmt: skip
-    m.add("Lisbon", user_id="u")
-    m.add("Porto", user_id="u")
-    m.add("tea", user_id="u", expiration_date="2000-01-01")
-    m.add("anything", user_id="u")
+    m = memory(tmp_path, answer("User lives in Lisbon."), answer(MOVED), answer("User likes tea."),
+               still_true=changes(("User lives in Lisbon.", MOVED)))  # fmt: skip
+    m.add("I live in Lisbon.", user_id="u")
+    m.add("I live in Porto now, not in Lisbon.", user_id="u")
+    m.add("I like tea", user_id="u", expiration_date="2000-01-01")
+    m.add("Do I still live in Porto, not in Lisbon?", user_id="u")
     shown = m.extractor.calls[3].messages[1]["content"].split("Existing memories:\n")[1]
-    assert shown.startswith("0. User lives in Porto.\n\nNew messages")
+    assert shown.startswith(f"0. {MOVED}\n\nNew messages")
+
+
+def test_only_memories_similar_to_the_new_messages_are_shown(tmp_path):
+    m = memory(tmp_path, answer("User lives in Lisbon."), answer("User plays the cello."))
+    m.add("I live in Lisbon.", user_id="u")
+    m.add("I play the cello.", user_id="u")
+    m.add("Lisbon is where I live.", user_id="u")
+    prompts = [c.messages[1]["content"].split("Existing memories:\n")[1] for c in m.extractor.calls]
+    assert prompts[1].startswith("(none)")  # the cello shares nothing with Lisbon
+    assert prompts[2].startswith("0. User lives in Lisbon.\n\nNew messages")
 
 
 def test_model_error_leaves_the_file_unchanged(tmp_path):
-    m = memory(tmp_path, {"facts": [fact("User likes tea.")]}, ExtractionError("boom"))
+    m = memory(tmp_path, answer("User likes tea."), ExtractionError("boom"))
     m.add("I like tea", user_id="u")
     before = m.store.counts()
     with pytest.raises(ExtractionError, match="boom"):
@@ -75,19 +97,19 @@ def test_model_error_leaves_the_file_unchanged(tmp_path):
 
 
 def test_empty_extraction_still_records_the_messages(tmp_path):
-    m = memory(tmp_path, {"facts": []})
+    m = memory(tmp_path, {})
     assert m.add("Hello!", user_id="u") == {"results": []}
     assert m.store.counts()["messages"] == 1 and m.store.counts()["memories"] == 0
 
 
 def test_exact_duplicates_of_the_scope_are_not_added_again(tmp_path):
-    m = memory(tmp_path, {"facts": [fact("User likes tea.")]}, {"facts": [fact("User likes tea.")]})
+    m = memory(tmp_path, answer("User likes tea."), answer("User likes tea."))
     m.add("tea", user_id="u")
     assert m.add("tea again", user_id="u") == {"results": []}
 
 
 def test_timestamps_are_the_observation_date(tmp_path):
-    m = memory(tmp_path, {"facts": [fact("User went to Rome on 2023-04-01.")]})
+    m = memory(tmp_path, answer("User went to Rome on 2023-04-01."))
     out = m.add([{"role": "user", "content": "Yesterday I went to Rome",
                   "timestamp": "2023-04-02T12:00:00Z"}], user_id="u")  # fmt: skip
     prompt = m.extractor.calls[0].messages[1]["content"]
@@ -128,7 +150,7 @@ def test_recent_messages_shown_are_the_scope_messages_since_the_window_start(tmp
     consecutive prompts share the recent block (and llama.cpp's KV cache serves it)."""
     from offline_mem.prompts import recent_window_start
 
-    m = memory(tmp_path, *[{"facts": []}] * 14)
+    m = memory(tmp_path, *[{}] * 14)
     for i in range(14):
         m.add(f"message {i}", user_id="u")
         m.add(f"other scope {i}", user_id="v")

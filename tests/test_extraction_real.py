@@ -19,13 +19,13 @@ from offline_mem.memory import Memory
 pytestmark = pytest.mark.real_model
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "extraction" / "run.py"
-# Measured 2026-11-30 (benchmarks/extraction/run.py --only quality, prompt facts-3 with verified
-# supersessions; the messages carry fixed timestamps, so the figures do not move with the day):
-# recall 0.882 (30/34), precision 0.808 (21/26), 7 of 8 contradictions superseded. (facts-2:
-# 0.882 / 0.833 / 7 on 2026-11-29, 0.882 / 0.800 / 7 on 2026-11-30, its prompt held the date;
-# facts-1 without the check: recall 0.941, precision 0.722, 4 of 8 — but it re-copied the shown
-# memories once a scope had several, ~20 s per add.) One fact, one memory and one supersession of
-# margin for CPU-dependent float differences.
+# Measured 2026-11-30 (benchmarks/extraction/run.py, prompt facts-4: facts keyed by message, no
+# "supersedes" in the answer, only similar memories shown; the messages carry fixed timestamps, so
+# the figures do not move with the day): recall 0.912 (31/34), precision 0.880 (22/25), 7 of 8
+# contradictions superseded. (facts-3: 0.882 / 0.808 / 7; facts-1 without the check: recall
+# 0.941, precision 0.722, 4 of 8 — but it re-copied the shown memories once a scope had several,
+# ~20 s per add.) Floors kept from facts-3, which leave one to three facts, memories and one
+# supersession of margin for CPU-dependent float differences.
 RECALL_FLOOR = 0.85
 PRECISION_FLOOR = 0.77
 SUPERSEDED_FLOOR = 6

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from offline_mem import Memory
 from offline_mem.admission import Fact
-from offline_mem.grounding import drop_context_copies, drop_subject_swaps, ground_facts
+from offline_mem.grounding import (
+    drop_context_copies,
+    drop_invented_names,
+    drop_subject_swaps,
+    ground_facts,
+)
 from offline_mem.records import NewMessage
-from offline_mem.testing import FakeEmbedder, FakeExtractor, fact
+from offline_mem.testing import FakeEmbedder, FakeExtractor, answer
 
 MESSAGES = [
     NewMessage("m0", "system", "Be brief.", None, None),
@@ -23,7 +28,7 @@ SHOWN = [1, 2]
 
 
 def one(text: str, said_by: str | None, sources: tuple[int, ...]) -> Fact:
-    return Fact(text=text, attributed_to=said_by, sources=sources, supersedes=())
+    return Fact(text=text, attributed_to=said_by, sources=sources)
 
 
 def test_a_correct_citation_is_kept() -> None:
@@ -57,10 +62,9 @@ def test_a_paraphrase_sharing_no_word_is_left_alone() -> None:
 
 
 def test_the_memory_file_records_the_grounded_source(tmp_path) -> None:
-    extractor = FakeExtractor({"facts": [
-        fact("Oskar sold the Kia Niro.", from_messages=[2]),
-        fact("Oskar has a hamster called Noodle.", from_messages=[1]),
-    ]})  # fmt: skip
+    extractor = FakeExtractor(
+        answer((2, "Oskar sold the Kia Niro."), "Oskar has a hamster called Noodle.")
+    )
     with Memory({"path": str(tmp_path / "m.db"), "nlp": None}, embedder=FakeEmbedder(),
                 extractor=extractor) as memory:  # fmt: skip
         result = memory.add(
@@ -119,3 +123,26 @@ def test_one_shared_context_word_or_none_is_not_a_copy() -> None:
     facts = [one("Oskar is vegetarian.", "user", (0,)),  # a paraphrase: shares nothing
              one("Oskar's cousin is a chef.", "user", (0,))]  # one word of the context  # fmt: skip
     assert drop_context_copies(facts, JOB, [0, 1], CONTEXT) == (facts, [])
+
+
+def test_a_fact_naming_what_no_text_says_is_dropped() -> None:
+    """The prompt's worked example written back after "I moved to ...": the names are the
+    example's, not the conversation's."""
+    copied = one("Ana visits Oskar on Sunday 9 December 2023.", "user", (1,))
+    invented = one("Oskar moved from Madrid to Ghent.", "user", (1,))
+    kept, dropped = drop_invented_names([copied, invented], MESSAGES, ["Oskar lives in Ghent."])
+    assert kept == []
+    assert [reason for _, reason in dropped] == [
+        "names 'Ana', which no message says",
+        "names 'Madrid', which no message says",
+    ]
+
+
+def test_names_of_the_messages_the_speakers_the_context_and_the_calendar_are_known() -> None:
+    facts = [
+        one("Oskar sold the kia niro and bought a Volvo XC40 on Monday 4 March.", "user", (1,)),
+        one("Alex has a hamster called Noodle.", "assistant", (2,)),
+        one("User and Assistant talked on Friday.", None, (1, 2)),
+        one("Oskar lives in Ghent.", "user", (1,)),  # Ghent: from a memory shown
+    ]
+    assert drop_invented_names(facts, MESSAGES, ["Oskar lives in GHENT."]) == (facts, [])

@@ -26,7 +26,7 @@ from invariants import table_dump, violations
 from offline_mem import Memory, OfflineMemError
 from offline_mem.errors import MemoryNotFoundError, ValidationError
 from offline_mem.filters import OPERATORS
-from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, fact
+from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer
 
 EXAMPLES = int(os.environ.get("OFFLINE_MEM_FUZZ_EXAMPLES", "100"))
 FUZZ = settings(
@@ -187,9 +187,9 @@ model_text = hostile_text
        scope=scope_kwargs, refs=st.lists(st.integers(-3, 120), max_size=3))  # fmt: skip
 def test_add_with_hostile_extractor_answers(memory: Memory, facts: list[str], scope: Any, refs):
     """What the model answers is input too: text of any shape, out-of-range references."""
-    answer = {"facts": [fact(t, from_messages=refs, supersedes=refs) for t in facts]}
+    reply: dict[str, Any] = {str(n): facts for n in refs} | {"x": facts, "1": [*facts, 7, None]}
     assert isinstance(memory.extractor, FakeExtractor)
-    memory.extractor.script[:] = [answer]
+    memory.extractor.script[:] = [reply]
     result = attempt(memory, lambda: memory.add("I moved to Porto", **scope, infer=True))
     memory.extractor.script.clear()
     if isinstance(result, dict):
@@ -201,9 +201,7 @@ def test_extractor_answer_with_a_lone_surrogate_is_dropped(memory: Memory) -> No
     """JSON '\\ud800' from the model decodes to a lone surrogate, which has no UTF-8 form: the
     fact is dropped, the valid one kept, and the message still recorded."""
     assert isinstance(memory.extractor, FakeExtractor)
-    memory.extractor.script[:] = [
-        {"facts": [fact("User likes \ud800 tea"), fact("User likes tea")]}
-    ]
+    memory.extractor.script[:] = [answer("User likes \ud800 tea", "User likes tea")]
     try:
         result = memory.add("I like tea", user_id="u1", infer=True)
     finally:

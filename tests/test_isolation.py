@@ -34,7 +34,7 @@ from invariants import table_dump, violations
 
 from offline_mem import Memory
 from offline_mem.errors import MemoryNotFoundError
-from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, fact
+from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer, changed_when
 from offline_mem.validation import Scope
 
 EXAMPLES = int(os.environ.get("OFFLINE_MEM_FUZZ_EXAMPLES", "100")) // 2
@@ -49,6 +49,10 @@ SCOPES: list[dict[str, str]] = [
 ]
 WORDS = ["Lisbon", "Marta", "garden", "coffee", "piano", "Porto", "harbour", "Kenji"]
 MARK = re.compile(r"scope(\d+)mark")
+
+
+# The fake's supersession check: an old memory changed when the new fact ends in " now".
+NOW_CHANGES = changed_when(lambda old, new: new.endswith(" now"))
 
 
 def mark(index: int) -> str:
@@ -84,7 +88,7 @@ def fresh_memory() -> Iterator[Memory]:
     try:
         with Memory(
             {"path": os.path.join(folder, "m.db")}, embedder=FakeEmbedder(),
-            extractor=FakeExtractor(), entities=FakeEntities(),
+            extractor=FakeExtractor(still_true=NOW_CHANGES), entities=FakeEntities(),
         ) as memory:  # fmt: skip
             yield memory
     finally:
@@ -105,9 +109,10 @@ def run(memory: Memory, op: tuple[Any, ...], infer_scopes: list[int]) -> None:
                     {"role": "assistant", "content": f"{tag} noted {op[2]}"}],
                    **scope, infer=False)  # fmt: skip
     elif kind == "add_infer":
-        answer = {"facts": [fact(f"User {tag} {op[2]}", supersedes=[0] if op[3] else None)]}
+        # A fact ending in " now" tells the fake's check that the old memory changed.
+        text = f"User {tag} {op[2]}" + (" now" if op[3] else "")
         assert isinstance(memory.extractor, FakeExtractor)
-        memory.extractor.script.append(answer)
+        memory.extractor.script.append(answer(text))
         memory.add(f"{tag} I like {op[2]}", **scope, infer=True)
         infer_scopes.append(index)
     else:

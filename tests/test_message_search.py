@@ -13,7 +13,7 @@ from offline_mem.export import export_lines
 from offline_mem.export_import import import_data
 from offline_mem.export_read import read_export
 from offline_mem.migrations import SCHEMA_VERSION
-from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, fact
+from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer
 
 
 def open_memory(path, *script) -> Memory:
@@ -26,7 +26,7 @@ def contents(result) -> list[str]:
 
 
 def test_a_message_extraction_skipped_is_still_found(tmp_path):
-    m = open_memory(tmp_path / "m.db", {"facts": [fact("User lives in Lisbon.")]}, {"facts": []})
+    m = open_memory(tmp_path / "m.db", answer("User lives in Lisbon."), {})
     first = m.add([{"role": "user", "content": "I live in Lisbon."}], user_id="u1")
     m.add(
         [{"role": "user", "content": "My locker code is 4417 at the gym."},
@@ -146,7 +146,7 @@ def test_a_file_from_before_the_index_is_filled_when_opened(tmp_path):
 
 
 def test_an_imported_file_has_its_messages_indexed(tmp_path):
-    source = open_memory(tmp_path / "a.db", {"facts": [fact("User owns a red kayak.")]})
+    source = open_memory(tmp_path / "a.db", answer("User owns a red kayak."))
     source.add([{"role": "user", "content": "I bought a red kayak"},
                 {"role": "assistant", "content": "Enjoy paddling!"}], user_id="u1")  # fmt: skip
     lines = list(export_lines(source.store.db))

@@ -97,10 +97,10 @@ REAL_MODEL_RUN = textwrap.dedent(
     sys.addaudithook(hook)
 
     from offline_mem import Memory
-    from offline_mem.testing import FakeExtractor, fact
+    from offline_mem.testing import FakeExtractor, answer
 
     with Memory({"path": sys.argv[1]},
-                extractor=FakeExtractor({"facts": [fact("User lives in Porto with Marta.")]})) as m:
+                extractor=FakeExtractor(answer("User lives in Porto with Marta."))) as m:
         added = m.add("I live in Lisbon and my sister Marta visits on Sundays.", user_id="u",
                       infer=False)["results"]
         m.add("I moved to Porto.", user_id="u")

@@ -8,7 +8,6 @@ from offline_mem.extractor import schema_to_gbnf
 from offline_mem.procedural import PROCEDURAL_SCHEMA
 from offline_mem.prompts import (
     FACTS_INSTRUCTIONS,
-    FACTS_SCHEMA,
     MAX_RECENT,
     PROMPT_VERSION,
     RECENT_MIN,
@@ -16,6 +15,7 @@ from offline_mem.prompts import (
     ExistingMemory,
     PromptMessage,
     build_facts_prompt,
+    facts_schema,
     recent_window_start,
 )
 
@@ -45,7 +45,7 @@ def test_layout_static_first_then_variable_parts_in_order():
     assert "New messages (2025-03-14 (Friday)):\n1. user (ana): I moved to Porto." in text
     assert "I moved to Porto.\n2. assistant: Nice!" in text
     assert "x" * 299 + "…" in text and "x" * 300 not in text  # recent messages cut to 300
-    assert prompt.kind == "facts" and prompt.schema == FACTS_SCHEMA
+    assert prompt.kind == "facts" and prompt.schema == facts_schema(2)
     assert PROMPT_VERSION
 
 
@@ -126,12 +126,19 @@ def test_schemas_bound_every_array_and_string():
             for value in node.values():
                 walk(value)
 
-    walk(FACTS_SCHEMA)
+    walk(facts_schema(3))
     walk(PROCEDURAL_SCHEMA)
 
 
 def test_schemas_compile_to_grammars_without_indentation():
-    for schema in (FACTS_SCHEMA, PROCEDURAL_SCHEMA):
+    for schema in (facts_schema(1), facts_schema(4), PROCEDURAL_SCHEMA):
         gbnf = schema_to_gbnf(schema)
         assert "root ::=" in gbnf
         assert 'space ::= " "?' in gbnf
+
+
+def test_the_answer_is_keyed_by_new_message_and_may_be_empty():
+    schema = facts_schema(2)
+    assert list(schema["properties"]) == ["1", "2"] and "required" not in schema
+    assert schema["additionalProperties"] is False
+    assert build(new_messages=[PromptMessage("user", "a")] * 3).schema == facts_schema(3)

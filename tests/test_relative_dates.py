@@ -8,7 +8,7 @@ import pytest
 
 from offline_mem import Memory
 from offline_mem.relative_dates import resolve_relative_dates
-from offline_mem.testing import FakeEmbedder, FakeExtractor, fact
+from offline_mem.testing import FakeEmbedder, FakeExtractor, answer
 
 SUNDAY = date(2023, 9, 24)  # a Sunday
 
@@ -67,7 +67,7 @@ def test_month_arithmetic_crosses_the_year() -> None:
 
 
 def test_an_extracted_fact_is_stored_with_the_date_of_its_message(tmp_path) -> None:
-    extractor = FakeExtractor({"facts": [fact("User passed the driving test yesterday.")]})
+    extractor = FakeExtractor(answer("User passed the driving test yesterday."))
     with Memory(
         {"path": str(tmp_path / "m.db"), "nlp": None}, embedder=FakeEmbedder(), extractor=extractor
     ) as memory:

@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 
 from offline_mem import Memory
-from offline_mem.testing import FakeEmbedder, FakeExtractor, fact
+from offline_mem.testing import FakeEmbedder, FakeExtractor, answer, changes
+
+MOVED = "I live in Porto now, not in Lisbon"
+
+
+def fake_extractor() -> FakeExtractor:
+    """A fake whose supersession check finds that the Lisbon memory changed."""
+    return FakeExtractor(still_true=changes(("I live in Lisbon", MOVED)))
 
 
 class InjectedFault(Exception):
@@ -55,14 +62,7 @@ def seed(memory: Memory) -> dict[str, str]:
 def add_inferred(memory: Memory, ids: dict[str, str]) -> Any:
     """An extraction add that creates two facts and supersedes the Lisbon memory."""
     assert isinstance(memory.extractor, FakeExtractor)
-    memory.extractor.script[:] = [
-        {
-            "facts": [
-                fact("I live in Porto now, not in Lisbon", supersedes=[0, 1, 2]),
-                fact("User's locker number is 4417."),
-            ]
-        }
-    ]
+    memory.extractor.script[:] = [answer(MOVED, "User's locker number is 4417.")]
     result = memory.add("I moved to Porto. My locker is 4417.", user_id="u1")
     assert [r["event"] for r in result["results"]] == ["ADD", "SUPERSEDE", "ADD"]
     return result
@@ -91,14 +91,18 @@ def test_failure_after_any_statement_changes_nothing(tmp_path, write: str) -> No
     action = WRITES[write]
     # Count the statements of a successful run on an identical file.
     with Memory(
-        {"path": str(tmp_path / "probe.db")}, embedder=FakeEmbedder(), extractor=FakeExtractor()
+        {"path": str(tmp_path / "probe.db")},
+        embedder=FakeEmbedder(),
+        extractor=fake_extractor(),
     ) as probe:
         probe_ids = seed(probe)
         total = count_statements(probe, lambda m: action(m, probe_ids))
     assert total >= 3, f"{write} ran only {total} statements"
 
     with Memory(
-        {"path": str(tmp_path / "m.db")}, embedder=FakeEmbedder(), extractor=FakeExtractor()
+        {"path": str(tmp_path / "m.db")},
+        embedder=FakeEmbedder(),
+        extractor=fake_extractor(),
     ) as memory:
         ids = seed(memory)
         before = dump(memory)

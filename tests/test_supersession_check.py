@@ -1,5 +1,5 @@
-"""The supersession check: pairs chosen by similarity, one yes/no question each, results and
-history as for a supersession the model named itself. Fake models."""
+"""The supersession check: pairs chosen by similarity, one yes/no question each, then the
+results and history of a supersession. Fake models."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from offline_mem.memory import Memory
 from offline_mem.prompts import facts_system_prompt
 from offline_mem.records import NewMemory
 from offline_mem.supersession import CHECK_MIN_SIMILARITY, MAX_CHECKS, pairs_to_check
-from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, fact
+from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer
 
 
 def unit(*values: float) -> np.ndarray:
@@ -19,10 +19,10 @@ def unit(*values: float) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def new_memory(memory_id: str, vector: np.ndarray, supersedes=(), text: str = "") -> NewMemory:
+def new_memory(memory_id: str, vector: np.ndarray, text: str = "") -> NewMemory:
     text = text or f"{memory_id} about the garden"
     return NewMemory(id=memory_id, text=text, hash=memory_id, vector=vector,
-                     keyword_text=text, metadata={}, supersedes=list(supersedes))  # fmt: skip
+                     keyword_text=text, metadata={}, supersedes=[])  # fmt: skip
 
 
 class Shown:
@@ -37,13 +37,12 @@ def test_pairs_most_similar_first_above_the_floor_each_old_memory_once():
     memories = [
         new_memory("n0", unit(1, 0.1, 0)),  # ~old-a, very similar
         new_memory("n1", unit(1, 0.3, 0)),  # also closest to old-a: old-a is checked once
-        new_memory("n2", unit(0, 1, 0), supersedes=["old-x"]),  # the model already decided
-        new_memory("n3", unit(0.2, 0.2, 1)),  # ~old-c
-        new_memory("n4", unit(1, 1, 1)),  # 0.58 to each; below nothing, but capped by MAX_CHECKS
+        new_memory("n2", unit(0.2, 0.2, 1)),  # ~old-c, 0.96: capped by MAX_CHECKS
+        new_memory("n3", unit(0, 1, 0.05)),  # ~old-b, the most similar pair of all
     ]
     pairs = pairs_to_check(memories, shown, vectors)  # type: ignore[arg-type]
     assert len(pairs) == MAX_CHECKS == 2
-    assert [(p.memory, p.shown) for p in pairs] == [(0, 0), (3, 2)]
+    assert [(p.memory, p.shown) for p in pairs] == [(3, 1), (0, 0)]
     assert all(p.similarity >= CHECK_MIN_SIMILARITY for p in pairs)
 
 
@@ -79,8 +78,8 @@ def memory(tmp_path, *script, still_true=None):
 
 
 SCRIPT = (
-    {"facts": [fact("User's favourite colour is blue.")]},
-    {"facts": [fact("User's favourite colour is green now.")]},  # supersedes left empty
+    answer("User's favourite colour is blue."),
+    answer("User's favourite colour is green now."),
 )
 
 
@@ -125,41 +124,3 @@ def test_a_failed_check_fails_the_add_and_changes_nothing(tmp_path):
     with pytest.raises(ExtractionError, match="check timed out"):
         m.add("green", user_id="u")
     assert m.store.counts() == before
-
-
-NAMED = (
-    {"facts": [fact("User's favourite colour is blue.")]},
-    {"facts": [fact("User's favourite colour is green now.", supersedes=[0])]},  # named
-)
-
-
-def test_a_named_supersession_the_check_rejects_is_withdrawn(tmp_path):
-    m = memory(tmp_path, *NAMED, still_true=lambda prompt: True)
-    old = m.add("blue", user_id="u")["results"][0]["id"]
-    out = m.add("green", user_id="u")["results"]
-    assert out == [{"id": out[0]["id"], "memory": "User's favourite colour is green now.",
-                    "event": "ADD"}]  # fmt: skip
-    assert m.get(old)["state"] == "active"
-    assert [h["event"] for h in m.history(old)] == ["ADD"]
-    (check,) = m.extractor.check_calls  # asked once: the rejected pair is not asked again
-    assert "User's favourite colour is blue." in check.messages[1]["content"]
-
-
-def test_a_named_supersession_the_check_confirms_stands(tmp_path):
-    m = memory(tmp_path, *NAMED, still_true=lambda prompt: False)
-    old = m.add("blue", user_id="u")["results"][0]["id"]
-    out = m.add("green", user_id="u")["results"]
-    assert [(r["event"], r.get("supersedes")) for r in out] == [("ADD", [old]), ("SUPERSEDE", None)]
-    assert m.get(old)["state"] == "superseded"
-    assert len(m.extractor.check_calls) == 1
-
-
-def test_the_fake_model_agrees_with_its_own_answer_by_default(tmp_path):
-    m = memory(tmp_path, *NAMED)  # no still_true: the check follows the facts answer
-    old = m.add("blue", user_id="u")["results"][0]["id"]
-    m.add("green", user_id="u")
-    assert m.get(old)["state"] == "superseded"
-    m2 = memory(tmp_path / "other", *SCRIPT)  # named nothing: the check says still true
-    first = m2.add("blue", user_id="u")["results"][0]["id"]
-    m2.add("green", user_id="u")
-    assert m2.get(first)["state"] == "active" and len(m2.extractor.check_calls) == 1

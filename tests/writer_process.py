@@ -29,9 +29,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from offline_mem import Memory
-from offline_mem.extractor import Prompt
 from offline_mem.nlp import Analysis, TextAnalyzer
-from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, fact
+from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer, changed_when
 
 WORDS = [
     "coffee",
@@ -87,12 +86,16 @@ class WordAnalyzer(TextAnalyzer):
         return out
 
 
+# The fake's supersession check: an old memory changed when the new fact ends in " now".
+NOW_CHANGES = changed_when(lambda old, new: new.endswith(" now"))
+
+
 def make_memory(path: str) -> Memory:
     """A Memory with the default configuration (30 s busy timeout) and fake models."""
     return Memory(
         {"path": path},
         embedder=FakeEmbedder(),
-        extractor=FakeExtractor(),
+        extractor=FakeExtractor(still_true=NOW_CHANGES),
         entities=FakeEntities(),
         analyzer=WordAnalyzer(),
     )
@@ -158,12 +161,16 @@ def plan_operation(
     scope = rng.choice(scopes)
     if rng.random() < 0.45:
         facts = [f"User {sentence(rng, f'{token}f{j}')}" for j in range(rng.randint(1, 3))]
-        messages = [{"role": "user", "content": sentence(rng, token)}]
+        # The message holds the facts' words: a fact naming what no message says is dropped.
+        said = " ".join(fact.removeprefix("User ") for fact in facts)
+        messages = [{"role": "user", "content": f"{sentence(rng, token)} {said}"}]
         if rng.random() < 0.5:
             messages.append({"role": "assistant", "content": f"{token} noted"})
+        supersede = rng.random() < 0.35
+        if supersede:  # the fake's check (NOW_CHANGES) finds the memory paired with it changed
+            facts[0] += " now"
         return {"op": "add_infer", "scope": scope, "token": token, "messages": messages,
-                "facts": facts, "supersede": rng.random() < 0.35,
-                "metadata": {"kind": "infer"}}  # fmt: skip
+                "facts": facts, "supersede": supersede, "metadata": {"kind": "infer"}}  # fmt: skip
     first = sentence(rng, token)
     messages = [{"role": "user", "content": first}]
     for _ in range(rng.randint(0, 2)):
@@ -177,22 +184,13 @@ def plan_operation(
             "metadata": {"kind": "raw", "n": i} if rng.random() < 0.5 else {}}  # fmt: skip
 
 
-def scripted_answer(facts: list[str], supersede: bool) -> Any:
-    def answer(prompt: Prompt) -> dict[str, Any]:
-        shown = "\n0. " in prompt.messages[1]["content"]
-        return {"facts": [fact(text, supersedes=[0] if supersede and shown and j == 0 else None)
-                          for j, text in enumerate(facts)]}  # fmt: skip
-
-    return answer
-
-
 def perform(memory: Memory, op: dict[str, Any]) -> Any:
     kind = op["op"]
     if kind == "add_raw":
         return memory.add(op["messages"], **op["scope"], metadata=op["metadata"], infer=False)
     if kind == "add_infer":
         assert isinstance(memory.extractor, FakeExtractor)
-        memory.extractor.script.append(scripted_answer(op["facts"], op["supersede"]))
+        memory.extractor.script.append(answer(*op["facts"]))
         return memory.add(op["messages"], **op["scope"], metadata=op["metadata"], infer=True)
     if kind == "update":
         return memory.update(op["id"], op["text"], metadata=op["metadata"])
