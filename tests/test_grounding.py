@@ -9,6 +9,7 @@ from offline_mem.grounding import (
     drop_invented_names,
     drop_subject_swaps,
     ground_facts,
+    name_the_user,
 )
 from offline_mem.records import NewMessage
 from offline_mem.testing import FakeEmbedder, FakeExtractor, answer
@@ -146,3 +147,17 @@ def test_names_of_the_messages_the_speakers_the_context_and_the_calendar_are_kno
         one("Oskar lives in Ghent.", "user", (1,)),  # Ghent: from a memory shown
     ]
     assert drop_invented_names(facts, MESSAGES, ["Oskar lives in GHENT."]) == (facts, [])
+
+
+def test_user_becomes_the_users_name_when_the_messages_give_exactly_one() -> None:
+    facts = [one("User's brother Kofi visits User.", "user", (1,))]
+    (named,) = name_the_user(facts, MESSAGES)
+    assert named.text == "Oskar's brother Kofi visits Oskar."
+    unnamed = [NewMessage("m1", "user", "hi", None, None)]
+    assert name_the_user(facts, unnamed) == facts
+    two = [NewMessage("a", "user", "hi", "Oskar", None), NewMessage("b", "user", "yo", "Ana", None)]
+    assert name_the_user(facts, two) == facts  # two names: which one is "User" is unknown
+    odd = [NewMessage("m1", "user", "hi", "user_42", None)]
+    assert name_the_user(facts, odd) == facts  # not a plain name
+    users = [one("Users like tea.", "user", (1,))]
+    assert name_the_user(users, MESSAGES) == users  # the word only
