@@ -127,9 +127,7 @@ def admit(facts: Sequence[Fact], vectors: np.ndarray, ctx: AdmissionContext) -> 
             continue
         existing = _similarities(vector, ctx.existing_vectors)
         batch = _similarities(vector, np.asarray(kept_vectors)) if kept_vectors else existing[:0]
-        if (existing >= NEAR_DUPLICATE_THRESHOLD).any() or (
-            batch >= NEAR_DUPLICATE_THRESHOLD
-        ).any():
+        if max(existing.max(initial=-1.0), batch.max(initial=-1.0)) >= NEAR_DUPLICATE_THRESHOLD:
             out.dropped.append((fact.text, "near duplicate"))
             continue
         memory = _new_memory(fact, digest, vector, ctx)

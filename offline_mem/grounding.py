@@ -155,7 +155,7 @@ def drop_context_copies(
 # Capitalised words a fact may hold though no message says them: the calendar (the model writes
 # absolute dates) and the words the prompt uses for the two sides.
 WEEKDAYS = frozenset(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
-CALENDAR = MONTHS | WEEKDAYS | {"user", "assistant"}
+ALWAYS_KNOWN = MONTHS | WEEKDAYS | {"user", "assistant"}
 
 
 def drop_invented_names(
@@ -163,11 +163,11 @@ def drop_invented_names(
 ) -> tuple[list[Fact], list[tuple[str, str]]]:
     """Facts that name a person, place or thing that no text the model saw says are dropped:
     every capitalised word of the fact must occur (in any case) in the new messages, the
-    speakers' names or `context` (the recent messages and the memories shown). Measured on the
+    speakers' names or `context` (the recent messages and the memories retrieved). Measured on the
     side-by-side benchmark: after "I moved to Galway last weekend" the 1.5B model wrote the
     prompt's worked example back ("User moved from Galway to Porto", "Ana visits User on
     Sunday"), and it invented the city a user moved from ("from Madrid")."""
-    known = set(CALENDAR) | set(speaker_names(messages))
+    known = set(ALWAYS_KNOWN) | set(speaker_names(messages))
     for text in [*(m.content for m in messages), *context]:
         known.update(words_of(text))
     kept: list[Fact] = []
