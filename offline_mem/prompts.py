@@ -37,11 +37,11 @@ PROMPT_VERSION = "facts-4"
 
 MAX_FACTS = 6  # facts per answer (two messages rarely hold more)
 MAX_FACT_CHARS = 200
-MAX_REFS = 6  # message numbers / memory aliases per fact
-# Existing memories shown: the most similar to the new messages. Each is ~15 prompt tokens
-# evaluated on every add (the list changes with the messages, so the KV cache cannot serve it).
+# Existing memories retrieved for an add: the most similar to the new messages. Each one shown is
+# ~13 prompt tokens evaluated on every add (the list changes with the messages, so the KV cache
+# cannot serve it), so only those at least SHOW_MIN_SIMILARITY alike are shown.
 MAX_EXISTING = 6
-SHOW_MIN_SIMILARITY = 0.3  # of those, the ones shown to the model (all-MiniLM-L6-v2 cosine)
+SHOW_MIN_SIMILARITY = 0.3  # all-MiniLM-L6-v2 cosine to the new messages
 # The recent messages shown: all since the window's start, which moves RECENT_STEP messages at a
 # time and leaves at least RECENT_MIN messages; so between RECENT_MIN and RECENT_MIN+RECENT_STEP-1.
 RECENT_MIN = 4

@@ -77,27 +77,27 @@ def interpret(answer: dict[str, Any]) -> bool:
 @dataclass(frozen=True)
 class CheckPair:
     memory: int  # index into Admission.memories
-    shown: int  # index into the memories shown to the model
+    shown: int  # index into the existing memories it is checked against
     similarity: float
 
 
 def pairs_to_check(
     memories: Sequence[NewMemory],
-    shown: Sequence[MemoryRecord],
-    shown_vectors: np.ndarray,
+    existing: Sequence[MemoryRecord],
+    existing_vectors: np.ndarray,
     names: frozenset[str] = frozenset(),
 ) -> list[CheckPair]:
     """Each new memory with its most similar existing memory that shares a content word with it
     (`names`, the speakers' names, do not count); pairs below the floor dropped; at most
     MAX_CHECKS, most similar first; an old memory is checked once."""
-    if not len(shown):
+    if not len(existing):
         return []
     candidates = []
-    matrix = np.asarray(shown_vectors, dtype=np.float32)
+    matrix = np.asarray(existing_vectors, dtype=np.float32)
     for index, memory in enumerate(memories):
         similar = matrix @ np.asarray(memory.vector, dtype=np.float32)
         for j in np.argsort(-similar, kind="stable"):
-            if share_a_content_word(memory.text, shown[int(j)].text, names):
+            if share_a_content_word(memory.text, existing[int(j)].text, names):
                 candidates.append(CheckPair(index, int(j), float(similar[int(j)])))
                 break
     candidates.sort(key=lambda p: (-p.similarity, p.memory))
@@ -136,20 +136,20 @@ def build_check_prompt(
 def check_supersessions(
     extractor: Extractor,
     admission: Admission,
-    shown: Sequence[MemoryRecord],
-    shown_vectors: np.ndarray,
+    existing: Sequence[MemoryRecord],
+    existing_vectors: np.ndarray,
     *,
     now_day: str | None,
     instructions: str | None,
     names: frozenset[str] = frozenset({"user", "assistant"}),
 ) -> int:
-    """Ask about each chosen pair of a new memory and an existing one (`shown`, with their
-    embeddings) and record the supersessions found in `admission` (its memories and its
+    """Ask about each chosen pair of a new memory and an existing one (`existing`, with
+    their embeddings) and record the supersessions found in `admission` (its memories and its
     Mem0-shaped results). Returns how many were found. An ExtractionError propagates: the add
     fails and nothing is written."""
     found = 0
-    for pair in pairs_to_check(admission.memories, shown, shown_vectors, names):
-        old, memory = shown[pair.shown], admission.memories[pair.memory]
+    for pair in pairs_to_check(admission.memories, existing, existing_vectors, names):
+        old, memory = existing[pair.shown], admission.memories[pair.memory]
         prompt = build_check_prompt(old, memory, now_day=now_day, instructions=instructions)
         if not interpret(extractor.extract(prompt).data):
             admission.record_supersession(pair.memory, old)
