@@ -8,7 +8,8 @@ side-by-side benchmark, medium configuration: 3 of 10 "when" questions lost this
 message's phrase has one exact meaning (`relative_dates.RULES`), so when a fact's message holds
 exactly one such phrase and no written date, a date in the fact near the message's day is
 replaced by what the phrase means. Dates far from it (a wedding in August mentioned in May) are
-someone else's and stay; facts without a date are left as written.
+another event's and stay. A fact without a date gets the phrase's only when it retells the
+sentence that holds the phrase ("Mateo sang at an open mic night.", 1 of 10 "when" questions).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import re
 from collections.abc import Sequence
 from datetime import date, datetime
 
+from .content_words import WORD, content_stems
 from .relative_dates import WEEKDAYS, relative_phrases, resolve_relative_dates
 
 MONTH_NAMES = (
@@ -36,16 +38,18 @@ WRITTEN_DATE = re.compile(
     re.IGNORECASE,
 )
 NEAR_DAYS = 31  # a written date further than this from the message's day is not the phrase's
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def correct_fact_date(fact: str, sources: Sequence[str], observed: date) -> str:
     """`fact` with each written date near `observed` replaced by the one relative date its source
-    messages give, resolved (unchanged when they give none, several, or a written date of their
-    own, and when the fact has a relative date of its own)."""
+    messages give, resolved; an undated fact that retells the phrase's sentence gets it too.
+    Unchanged when the messages give no phrase, several, or a written date of their own, and
+    when the fact has a relative date of its own (resolved later, as written)."""
     phrases = {phrase for text in sources for phrase in relative_phrases(text)}
     if len(phrases) != 1 or any(WRITTEN_DATE.search(text) for text in sources):
         return fact
-    if relative_phrases(fact):  # the fact's own phrase is resolved as written
+    if relative_phrases(fact):
         return fact
     (phrase,) = phrases
 
@@ -56,8 +60,23 @@ def correct_fact_date(fact: str, sources: Sequence[str], observed: date) -> str:
         return phrase
 
     corrected = WRITTEN_DATE.sub(replace, fact)
-    # the phrase is put back in words ("yesterday") and resolved as a fact's own phrase is
+    if corrected == fact and not WRITTEN_DATE.search(fact) and _retells(fact, sources, phrase):
+        corrected = f"{fact.rstrip().rstrip('.!')} {phrase}."
+    # the phrase, back in words ("yesterday"), is resolved as a fact's own phrase is
     return resolve_relative_dates(corrected, observed) if corrected != fact else fact
+
+
+def _retells(fact: str, sources: Sequence[str], phrase: str) -> bool:
+    """Whether every content word of the fact (names aside) is in the sentence that holds the
+    phrase: "Mateo sang at an open mic night." retells "Last Saturday I sang at an open mic
+    night!", "User has a cat named Pepper." does not retell "Yesterday I adopted Pepper"."""
+    names = frozenset(w.lower() for w in WORD.findall(fact) if w[0].isupper())
+    words = content_stems(fact, names)
+    for text in sources:
+        for sentence in SENTENCE_END.split(text):
+            if phrase in sentence.lower():
+                return bool(words) and words <= content_stems(sentence, names)
+    return False
 
 
 def _parse(match: re.Match[str], observed: date) -> date | None:

@@ -28,6 +28,9 @@ CORRECTED = [
      "Oskar baked bread on 13 May 2023, at home."),
     ("On 15 May Oskar baked bread.", "I baked bread yesterday.", MONDAY,
      "On 14 May 2023 Oskar baked bread."),
+    # an undated fact retelling the phrase's sentence is dated
+    ("Oskar sang at an open mic night.", "Hey! Last Saturday I sang at an open mic night!",
+     MONDAY, "Oskar sang at an open mic night on 13 May 2023."),
     # a right date is kept, in the one written form
     ("Oskar baked bread on Sunday, 14 May 2023.", "I baked bread yesterday.", MONDAY,
      "Oskar baked bread on 14 May 2023."),
@@ -40,8 +43,9 @@ KEPT = [
     ("Oskar baked bread on 15 May 2023.", "Yesterday I baked bread; on 3 May I bought flour."),
     # a date far from the message's day is another event's
     ("Oskar's sister marries on 12 August 2023.", "Yesterday I booked flights for the wedding."),
-    # a fact without a date gets none
-    ("Oskar sang at an open mic night.", "Last Saturday I sang at an open mic night!"),
+    # a fact without a date gets none unless it retells the phrase's sentence
+    ("User has a cat named Pepper.", "Yesterday I adopted Pepper, my first cat!"),
+    ("Oskar's sister lives in Rome.", "Last week I went to Rome. My sister lives there."),
     # the fact's own phrase is resolved later, as written
     ("Oskar baked bread yesterday, on 15 May 2023.", "Yesterday I baked bread."),
     # a number before a month that is not a date, and "may" the verb
