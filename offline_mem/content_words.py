@@ -44,8 +44,8 @@ def words_of(text: str) -> list[str]:
 
 
 def stem(word: str) -> str:
-    """A crude stem: a plural or verb ending off, then the first five letters ("adopted" and
-    "adopt", "kids" and "kid" meet)."""
+    """A crude stem: a plural or verb ending off, a final "e" off, then the first five letters
+    ("adopted" and "adopt", "kids" and "kid", "baked" and "bake" meet)."""
     if word in SAME_STEM:
         return SAME_STEM[word]
     if len(word) > 5 and word.endswith("ing"):
@@ -53,6 +53,8 @@ def stem(word: str) -> str:
     elif len(word) > 4 and word.endswith("ed"):
         word = word[:-2]
     elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    if len(word) > 3 and word.endswith("e"):
         word = word[:-1]
     return word[:5]
 

@@ -23,6 +23,7 @@ from .grounding import (
     NAME_KINDS,
     drop_context_copies,
     drop_invented_names,
+    drop_name_only_facts,
     drop_subject_swaps,
     ground_facts,
     name_the_user,
@@ -131,6 +132,7 @@ def plan_facts(
     facts, swapped = drop_subject_swaps(
         facts, request.messages, lambda texts: _names_in(models.entities, texts)
     )
+    facts, name_only = drop_name_only_facts(facts, request.messages)
     facts = [_with_absolute_dates(f, request) for f in name_the_user(facts, request.messages)]
     if not facts:
         return plan, [], output
@@ -143,7 +145,7 @@ def plan_facts(
         expiration_date=request.expiration_date,
     )  # fmt: skip
     admission = admit(facts, vectors[: len(facts)], context)
-    admission.dropped.extend(misattributed + copied + invented + swapped)
+    admission.dropped.extend(misattributed + copied + invented + swapped + name_only)
     check_supersessions(
         models.extractor, admission, old, vectors[len(facts) :],
         now_day=day(request.now), instructions=request.instructions,

@@ -132,3 +132,9 @@ def test_content_words_join_work_and_job_and_meet_across_plural_and_verb_endings
     # the endings come off whole words only: "class" keeps its "ss", short words stay
     assert not share_a_content_word("User takes a class.", "User likes cla music.", names)
     assert not share_a_content_word("User rides the bus.", "User bought a bu.", names)
+
+
+def test_stems_meet_across_a_final_e():
+    names = frozenset({"user", "assistant"})
+    assert share_a_content_word("User baked bread.", "User likes to bake.", names)
+    assert share_a_content_word("User's son is named Leo.", "User chose the name Leo.", names)

@@ -7,6 +7,7 @@ from offline_mem.admission import Fact
 from offline_mem.grounding import (
     drop_context_copies,
     drop_invented_names,
+    drop_name_only_facts,
     drop_subject_swaps,
     ground_facts,
     name_the_user,
@@ -147,6 +148,22 @@ def test_names_of_the_messages_the_speakers_the_context_and_the_calendar_are_kno
         one("Oskar lives in Ghent.", "user", (1,)),  # Ghent: from a memory shown
     ]
     assert drop_invented_names(facts, MESSAGES, ["Oskar lives in GHENT."]) == (facts, [])
+
+
+def test_a_fact_saying_only_what_a_speaker_is_called_is_dropped() -> None:
+    empty = [
+        one("Oskar is named Oskar.", "user", (1,)),
+        one("User's name is Oskar.", "user", (1,)),
+        one("Alex goes by Alex.", "assistant", (2,)),
+    ]
+    kept = [
+        one("Alex's hamster is called Noodle.", "assistant", (2,)),
+        one("Oskar's brother is named Kofi.", "user", (1,)),
+    ]
+    assert drop_name_only_facts(empty + kept, MESSAGES) == (
+        kept,
+        [(f.text, "says only what a speaker is called") for f in empty],
+    )
 
 
 def test_user_becomes_the_users_name_when_the_messages_give_exactly_one() -> None:
