@@ -66,6 +66,9 @@ Existing memory: User plays the piano. New fact: User's piano teacher is Ms. Ito
 {{"still_true": true}}
 Existing memory: User's cousin Ben lives in York. New fact: User lives in Derby. -> \
 {{"still_true": true}}
+Existing memory: User lives in Paris. New fact: User moved to Lyon. -> {{"still_true": false}}
+Existing memory: User's favourite film is Heat. New fact: User's favourite film is now Alien. \
+-> {{"still_true": false}}
 
 Existing memory (recorded {old_day}): {old}
 New fact ({new_day}): {new}
