@@ -128,13 +128,15 @@ def drop_context_copies(
     context: Sequence[str],
 ) -> tuple[list[Fact], list[tuple[str, str]]]:
     """Facts copied from the context instead of taken from the new messages are dropped: a fact
-    that shares no content word with any new message but at least COPY_MIN_SHARED with one
-    `context` text (a memory or a recent message shown to the model). Measured on the
+    that shares at least COPY_MIN_SHARED content words with one `context` text (a memory or a
+    recent message shown to the model), and more than with the new messages. Measured on the
     side-by-side benchmark: the 1.5B model wrote "Oskar's cousin just moved to Ghent, funny
     coincidence." from Oskar's "I started a new job at Halcyon Bio", re-using the shown memory
     "Alex's cousin just moved to Ghent, funny coincidence." with the name swapped, and it
-    superseded the true memory. A fact that shares no word with anything is a paraphrase and
-    stays (see `ground_facts`)."""
+    superseded the true memory. A copy may share a word with the new messages by chance:
+    "Felix got his scuba diving certificate two days ago", copied from a recent message, shares
+    "day" with the new "I could eat it every day". A fact that shares no word with anything is
+    a paraphrase and stays (see `ground_facts`)."""
     every_name = speaker_names(messages)
     new_words = set().union(*(content_stems(messages[i].content, every_name) for i in shown))
     context_words = [content_stems(text, every_name) for text in context]
@@ -142,9 +144,8 @@ def drop_context_copies(
     dropped: list[tuple[str, str]] = []
     for fact in facts:
         words = content_stems(fact.text, every_name)
-        copied = not words & new_words and any(
-            len(words & other) >= COPY_MIN_SHARED for other in context_words
-        )
+        in_context = max((len(words & other) for other in context_words), default=0)
+        copied = in_context >= COPY_MIN_SHARED and in_context > len(words & new_words)
         if copied:
             dropped.append((fact.text, "copied from the context, not in the new messages"))
         else:

@@ -121,6 +121,18 @@ def test_a_fact_with_words_of_the_new_messages_is_kept_whatever_the_context() ->
     assert drop_context_copies(facts, JOB, [0, 1], CONTEXT) == (facts, [])
 
 
+def test_a_copy_sharing_a_word_with_the_new_messages_by_chance_is_dropped() -> None:
+    """Measured on the tuning set: a recent message written back, dated against the new day."""
+    new = [NewMessage("m", "user", "My favourite cuisine is Ethiopian, I eat it every day.",
+                      "Felix", None)]  # fmt: skip
+    recent = ["Two days ago I got my scuba diving certificate!"]
+    copy = one("Felix got his scuba diving certificate two days ago.", "user", (0,))
+    own = one("Felix eats Ethiopian food every day.", "user", (0,))
+    kept, dropped = drop_context_copies([copy, own], new, [0], recent)
+    assert kept == [own]
+    assert dropped == [(copy.text, "copied from the context, not in the new messages")]
+
+
 def test_one_shared_context_word_or_none_is_not_a_copy() -> None:
     facts = [one("Oskar is vegetarian.", "user", (0,)),  # a paraphrase: shares nothing
              one("Oskar's cousin is a chef.", "user", (0,))]  # one word of the context  # fmt: skip
