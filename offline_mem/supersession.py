@@ -39,6 +39,9 @@ from .records import MemoryRecord, NewMemory
 CHECK_MIN_SIMILARITY = 0.45
 MAX_CHECKS = 2  # questions per add: each costs about one to three seconds on two cores
 
+# check-1 asked whether the memory "changed" (8 of 14 "same thing" pairs answered yes);
+# check-2 asks whether it is "still true" (benchmarks/extraction --only checks).
+CHECK_PROMPT_VERSION = "check-2"
 ANSWER_KEY = "still_true"
 CHECK_SCHEMA: dict[str, Any] = {
     "type": "object",

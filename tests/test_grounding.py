@@ -133,6 +133,13 @@ def test_a_copy_sharing_a_word_with_the_new_messages_by_chance_is_dropped() -> N
     assert dropped == [(copy.text, "copied from the context, not in the new messages")]
 
 
+def test_an_update_sharing_words_with_the_memory_it_updates_is_kept() -> None:
+    new = [NewMessage("m", "user", "Actually I prefer green these days.", "Felix", None)]
+    update = one("Felix's favourite colour is green now.", "user", (0,))
+    context = ["Felix's favourite colour is blue."]
+    assert drop_context_copies([update], new, [0], context) == ([update], [])
+
+
 def test_one_shared_context_word_or_none_is_not_a_copy() -> None:
     facts = [one("Oskar is vegetarian.", "user", (0,)),  # a paraphrase: shares nothing
              one("Oskar's cousin is a chef.", "user", (0,))]  # one word of the context  # fmt: skip
