@@ -2,8 +2,8 @@
 
 Used to check the 1.5B model's judgements cheaply: which message a fact comes from
 (grounding.py) and whether a new fact can replace an old memory at all (admission.py,
-supersession.py). Words are lowercased and cut to five letters, a crude stem ("adopted" meets
-"adopt"); stop words, numbers and the names given are left out.
+supersession.py). Words are lowercased and crudely stemmed (`stem`); stop words, numbers and
+the names given are left out.
 """
 
 from __future__ import annotations
@@ -28,11 +28,14 @@ MONTHS = frozenset(
 )
 
 
-# Where someone lives is the fact that changes most, and "lives in Ghent" / "moved to Aarhus"
-# share no word: these verbs count as one.
+# Where someone lives and where they work are the facts that change most, and "lives in Ghent" /
+# "moved to Aarhus" or "works as a nurse" / "started a new job" share no word: each group of
+# words counts as one.
+HOME_WORDS = "live lives living lived move moves moving moved relocated"
+WORK_WORDS = "work works working worked job jobs employed hired career"
 SAME_STEM = {
-    w: "resid"
-    for w in ["live", "lives", "living", "lived", "move", "moves", "moving", "moved", "relocated"]
+    **{word: "resid" for word in HOME_WORDS.split()},
+    **{word: "occup" for word in WORK_WORDS.split()},
 }
 
 
@@ -40,9 +43,25 @@ def words_of(text: str) -> list[str]:
     return [w.lower() for w in WORD.findall(text)]
 
 
+def stem(word: str) -> str:
+    """A crude stem: a plural or verb ending off, a final "e" off, then the first five letters
+    ("adopted" and "adopt", "kids" and "kid", "baked" and "bake" meet)."""
+    if word in SAME_STEM:
+        return SAME_STEM[word]
+    if len(word) > 5 and word.endswith("ing"):
+        word = word[:-3]
+    elif len(word) > 4 and word.endswith("ed"):
+        word = word[:-2]
+    elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    return word[:5]
+
+
 def content_stems(text: str, names: frozenset[str]) -> set[str]:
     return {
-        SAME_STEM.get(w, w[:5])
+        stem(w)
         for w in words_of(text)
         if w not in STOP_WORDS and w not in names and not w.isdigit()
     }

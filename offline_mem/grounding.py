@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from .admission import Fact
-from .content_words import MONTHS, WORD, content_stems, words_of
+from .content_words import MONTHS, STOP_WORDS, WORD, content_stems, words_of
 from .records import NewMessage
 
 
@@ -128,13 +128,18 @@ def drop_context_copies(
     context: Sequence[str],
 ) -> tuple[list[Fact], list[tuple[str, str]]]:
     """Facts copied from the context instead of taken from the new messages are dropped: a fact
-    that shares no content word with any new message but at least COPY_MIN_SHARED with one
-    `context` text (a memory or a recent message shown to the model). Measured on the
+    that shares at least COPY_MIN_SHARED content words with one `context` text (a memory or a
+    recent message shown to the model), more than it shares with the new messages, and none
+    with the new messages that this text lacks. (An update shares words with the memory it
+    updates, but also the new value: "User's favourite colour is green now." has "green" from
+    the new message.) Measured on the
     side-by-side benchmark: the 1.5B model wrote "Oskar's cousin just moved to Ghent, funny
     coincidence." from Oskar's "I started a new job at Halcyon Bio", re-using the shown memory
     "Alex's cousin just moved to Ghent, funny coincidence." with the name swapped, and it
-    superseded the true memory. A fact that shares no word with anything is a paraphrase and
-    stays (see `ground_facts`)."""
+    superseded the true memory. A copy may share a word with the new messages by chance:
+    "Felix got his scuba diving certificate two days ago", copied from a recent message, shares
+    "day" with the new "I could eat it every day". A fact that shares no word with anything is
+    a paraphrase and stays (see `ground_facts`)."""
     every_name = speaker_names(messages)
     new_words = set().union(*(content_stems(messages[i].content, every_name) for i in shown))
     context_words = [content_stems(text, every_name) for text in context]
@@ -142,8 +147,10 @@ def drop_context_copies(
     dropped: list[tuple[str, str]] = []
     for fact in facts:
         words = content_stems(fact.text, every_name)
-        copied = not words & new_words and any(
-            len(words & other) >= COPY_MIN_SHARED for other in context_words
+        from_new = words & new_words
+        copied = any(
+            len(words & other) >= max(COPY_MIN_SHARED, len(from_new) + 1) and from_new <= other
+            for other in context_words
         )
         if copied:
             dropped.append((fact.text, "copied from the context, not in the new messages"))
@@ -176,6 +183,29 @@ def drop_invented_names(
         invented = [w for w in WORD.findall(fact.text) if w[0].isupper() and w.lower() not in known]
         if invented:
             dropped.append((fact.text, f"names {invented[0]!r}, which no message says"))
+        else:
+            kept.append(fact)
+    return kept, dropped
+
+
+# Content words that only say what someone is called.
+NAMING_WORDS = frozenset({"name", "named", "names", "called", "call", "calls", "goes", "go"})
+
+
+def drop_name_only_facts(
+    facts: Sequence[Fact], messages: Sequence[NewMessage]
+) -> tuple[list[Fact], list[tuple[str, str]]]:
+    """Facts that say nothing but what a speaker is called are dropped: "Mateo is named Mateo."
+    (the side-by-side benchmark, medium configuration: it matched Mateo's name and nothing else,
+    and took 4th place in the results of most questions about him). The messages' names say it
+    already."""
+    every_name = speaker_names(messages)
+    kept: list[Fact] = []
+    dropped: list[tuple[str, str]] = []
+    for fact in facts:
+        words = {w for w in words_of(fact.text) if w not in STOP_WORDS and w not in every_name}
+        if words <= NAMING_WORDS:
+            dropped.append((fact.text, "says only what a speaker is called"))
         else:
             kept.append(fact)
     return kept, dropped

@@ -17,11 +17,13 @@ from .admission import AdmissionContext, Fact, admit, fact_hash, read_facts
 from .embedder import Embedder
 from .entities import EntityExtractor
 from .extractor import ExtractionOutput, Extractor
+from .fact_dates import correct_fact_date
 from .filters import compile_filters
 from .grounding import (
     NAME_KINDS,
     drop_context_copies,
     drop_invented_names,
+    drop_name_only_facts,
     drop_subject_swaps,
     ground_facts,
     name_the_user,
@@ -130,6 +132,7 @@ def plan_facts(
     facts, swapped = drop_subject_swaps(
         facts, request.messages, lambda texts: _names_in(models.entities, texts)
     )
+    facts, name_only = drop_name_only_facts(facts, request.messages)
     facts = [_with_absolute_dates(f, request) for f in name_the_user(facts, request.messages)]
     if not facts:
         return plan, [], output
@@ -142,7 +145,7 @@ def plan_facts(
         expiration_date=request.expiration_date,
     )  # fmt: skip
     admission = admit(facts, vectors[: len(facts)], context)
-    admission.dropped.extend(misattributed + copied + invented + swapped)
+    admission.dropped.extend(misattributed + copied + invented + swapped + name_only)
     check_supersessions(
         models.extractor, admission, old, vectors[len(facts) :],
         now_day=day(request.now), instructions=request.instructions,
@@ -162,11 +165,13 @@ def _names_in(entities: EntityExtractor, texts: Sequence[str]) -> list[list[str]
 
 def _with_absolute_dates(fact: Fact, request: AddRequest) -> Fact:
     """The fact with "yesterday", "last week", ... resolved against its messages' date (else the
-    add's date): a 1.5B model often leaves them, and they mean nothing a month later."""
+    add's date): a 1.5B model often leaves them, and they mean nothing a month later. A date the
+    model resolved itself is checked against its messages' phrase (`fact_dates`)."""
     stamps = [request.messages[i].observed_at for i in fact.sources]
     known = [s for s in stamps if s is not None]
     observed = datetime.fromisoformat(max(known)).date() if known else request.now.date()
-    text = resolve_relative_dates(fact.text, observed)
+    sources = [request.messages[i].content for i in fact.sources]
+    text = resolve_relative_dates(correct_fact_date(fact.text, sources, observed), observed)
     return fact if text == fact.text else replace(fact, text=text)
 
 

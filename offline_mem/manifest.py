@@ -152,9 +152,14 @@ class Manifest:
         return tuple(sorted(found, key=lambda model: not model.default))
 
 
+# The checkout's models/manifest.json, as an installed wheel carries it (see setup.py).
+PACKAGED_MANIFEST = Path(__file__).resolve().parent / "pinned_models.json"
+
+
 def manifest_path(models_dir: Path | None = None) -> Path:
     """The manifest that governs `models_dir`: its own manifest.json when it has one (a bundle
-    carries its own), else the checkout's models/manifest.json."""
+    carries its own), else the checkout's models/manifest.json, else the copy an installed
+    package carries."""
     directory = resolve_models_dir(models_dir)
     own = directory / MANIFEST_NAME
     if own.is_file():
@@ -162,9 +167,12 @@ def manifest_path(models_dir: Path | None = None) -> Path:
     checkout = checkout_models_dir() / MANIFEST_NAME
     if checkout.is_file():
         return checkout
+    if PACKAGED_MANIFEST.is_file():
+        return PACKAGED_MANIFEST
     raise ModelError(
-        f"no {MANIFEST_NAME} in {directory} nor in the checkout's models/ ({checkout.parent}); "
-        "point OFFLINE_MEM_MODELS at a models folder or bundle that has one"
+        f"no {MANIFEST_NAME} in {directory}, in the checkout's models/ ({checkout.parent}) nor "
+        "in the installed package; point OFFLINE_MEM_MODELS at a models folder or bundle that "
+        "has one"
     )
 
 

@@ -16,7 +16,7 @@ from .filters import compile_filters
 from .nlp import TextAnalyzer
 from .ranking import Ranked, Weights, interleave
 from .records import EntityMention, MemoryRecord
-from .references import Candidate, resolve_query
+from .references import Candidate, find_references, resolve_query
 from .search import SearchRequest, hybrid_search
 from .store import Store
 from .store_messages import MessageHit
@@ -196,7 +196,10 @@ class MemoryReads:
         self, request: SearchRequest, mentions: list[EntityMention]
     ) -> tuple[list[tuple[MemoryRecord, Ranked]], str | None]:
         """hybrid_search, with the query's relational references resolved from a wider pool
-        (more results, no threshold) and searched again (references.py)."""
+        (more results, no threshold) and searched again (references.py). A query without a
+        reference is searched as given: the wider pool would only cost time."""
+        if not find_references(request.query):
+            return self._hybrid(request, mentions), None
         wide = replace(request, top_k=max(request.top_k, RESOLVE_POOL), threshold=None)
         pool = self._hybrid(wide, mentions)
         floor = request.threshold
@@ -216,6 +219,8 @@ class MemoryReads:
         self, query: str, scope: Scope, limit: int, floor: float | None
     ) -> list[MessageHit]:
         """_message_hits, with relational references resolved as in _search_resolving."""
+        if not find_references(query):
+            return self._message_hits(query, scope, limit, floor)
         pool = self._message_hits(query, scope, max(limit, RESOLVE_POOL), None)
         hits = [hit for hit in pool if floor is None or hit.score >= floor]
         candidates = [

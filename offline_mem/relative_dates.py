@@ -93,6 +93,16 @@ def resolve_relative_dates(text: str, observed: date) -> str:
     return text
 
 
+def relative_phrases(text: str) -> list[str]:
+    """The relative date phrases `resolve_relative_dates` would replace in `text`, lowercased,
+    longest first ("the day before yesterday" is one phrase, not also "yesterday")."""
+    found = []
+    for pattern, _ in RULES:
+        found += [match.group(0).lower() for match in pattern.finditer(text)]
+        text = pattern.sub(" ", text)
+    return found
+
+
 def _replace(
     match: re.Match[str], absolute: Callable[[re.Match[str], date], tuple[str, str]], day: date
 ) -> str:

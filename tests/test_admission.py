@@ -119,3 +119,22 @@ def test_content_words_leave_out_names_numbers_and_months_and_join_living_and_mo
         names,
     )
     assert share_a_content_word("User drives a Kia.", "User sold the Kia.", names)
+
+
+def test_content_words_join_work_and_job_and_meet_across_plural_and_verb_endings():
+    names = frozenset({"user", "assistant"})
+    assert share_a_content_word(
+        "User works as a nurse at Tidewater Bank.", "User started a new job at Halcyon Bio.", names
+    )
+    assert share_a_content_word("User has two kids.", "User's kid starts school.", names)
+    assert share_a_content_word("User painted the fence.", "User is painting the shed.", names)
+    assert share_a_content_word("User adopted a cat.", "User adopts cats.", names)
+    # the endings come off whole words only: "class" keeps its "ss", short words stay
+    assert not share_a_content_word("User takes a class.", "User likes cla music.", names)
+    assert not share_a_content_word("User rides the bus.", "User bought a bu.", names)
+
+
+def test_stems_meet_across_a_final_e():
+    names = frozenset({"user", "assistant"})
+    assert share_a_content_word("User baked bread.", "User likes to bake.", names)
+    assert share_a_content_word("User's son is named Leo.", "User chose the name Leo.", names)

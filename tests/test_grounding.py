@@ -7,6 +7,7 @@ from offline_mem.admission import Fact
 from offline_mem.grounding import (
     drop_context_copies,
     drop_invented_names,
+    drop_name_only_facts,
     drop_subject_swaps,
     ground_facts,
     name_the_user,
@@ -120,6 +121,25 @@ def test_a_fact_with_words_of_the_new_messages_is_kept_whatever_the_context() ->
     assert drop_context_copies(facts, JOB, [0, 1], CONTEXT) == (facts, [])
 
 
+def test_a_copy_sharing_a_word_with_the_new_messages_by_chance_is_dropped() -> None:
+    """Measured on the tuning set: a recent message written back, dated against the new day."""
+    new = [NewMessage("m", "user", "My favourite cuisine is Ethiopian, I eat it every day.",
+                      "Felix", None)]  # fmt: skip
+    recent = ["Two days ago I got my scuba diving certificate!"]
+    copy = one("Felix got his scuba diving certificate two days ago.", "user", (0,))
+    own = one("Felix eats Ethiopian food every day.", "user", (0,))
+    kept, dropped = drop_context_copies([copy, own], new, [0], recent)
+    assert kept == [own]
+    assert dropped == [(copy.text, "copied from the context, not in the new messages")]
+
+
+def test_an_update_sharing_words_with_the_memory_it_updates_is_kept() -> None:
+    new = [NewMessage("m", "user", "Actually I prefer green these days.", "Felix", None)]
+    update = one("Felix's favourite colour is green now.", "user", (0,))
+    context = ["Felix's favourite colour is blue."]
+    assert drop_context_copies([update], new, [0], context) == ([update], [])
+
+
 def test_one_shared_context_word_or_none_is_not_a_copy() -> None:
     facts = [one("Oskar is vegetarian.", "user", (0,)),  # a paraphrase: shares nothing
              one("Oskar's cousin is a chef.", "user", (0,))]  # one word of the context  # fmt: skip
@@ -147,6 +167,22 @@ def test_names_of_the_messages_the_speakers_the_context_and_the_calendar_are_kno
         one("Oskar lives in Ghent.", "user", (1,)),  # Ghent: from a memory shown
     ]
     assert drop_invented_names(facts, MESSAGES, ["Oskar lives in GHENT."]) == (facts, [])
+
+
+def test_a_fact_saying_only_what_a_speaker_is_called_is_dropped() -> None:
+    empty = [
+        one("Oskar is named Oskar.", "user", (1,)),
+        one("User's name is Oskar.", "user", (1,)),
+        one("Alex goes by Alex.", "assistant", (2,)),
+    ]
+    kept = [
+        one("Alex's hamster is called Noodle.", "assistant", (2,)),
+        one("Oskar's brother is named Kofi.", "user", (1,)),
+    ]
+    assert drop_name_only_facts(empty + kept, MESSAGES) == (
+        kept,
+        [(f.text, "says only what a speaker is called") for f in empty],
+    )
 
 
 def test_user_becomes_the_users_name_when_the_messages_give_exactly_one() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from offline_mem import Memory
+from offline_mem.memory_reads import RESOLVE_POOL
 from offline_mem.ranking import interleave
 from offline_mem.references import (
     Candidate,
@@ -196,3 +197,24 @@ def test_a_query_without_reference_is_searched_once(mateo):
     )
     assert calls == ["Which city does Mateo live in?"]
     assert result["resolved_query"] is None
+
+
+def test_a_query_without_reference_is_not_widened(mateo):
+    """The wider pool serves only to find a bridge name; a plain query is searched as asked."""
+    asked = []
+    hybrid = mateo._hybrid
+    mateo._hybrid = lambda request, mentions: (
+        asked.append(request.top_k)
+        or hybrid(  # type: ignore[method-assign]
+            request, mentions
+        )
+    )
+    scope = {"user_id": "mateo"}
+    plain = mateo.search("Which city does Mateo live in?", filters=scope, top_k=3)
+    assert asked == [3]
+    given = mateo.search(
+        "Which city does Mateo live in?", filters=scope, top_k=3, resolve_references=False
+    )
+    assert plain == given
+    mateo.search(QUESTION, filters=scope, top_k=3)
+    assert asked[2] == RESOLVE_POOL  # the relational query still looks wider

@@ -180,6 +180,14 @@ CHANGED = [
     ("User works at Google as a data analyst.", "User quit Google and now works at Microsoft."),
     ("User is a vegetarian.", "User started eating meat again."),
     ("User's dentist appointment is on Monday.", "User's dentist appointment moved to Thursday."),
+    # added in the ninth session, so that changes of job and home with no shared word and
+    # another person's facts beside the user's are measured too
+    ("User works as a barista at Bean Street.", "User started a new job at Northwind Labs."),
+    ("User lives in Ghent with two roommates.", "User now lives alone in a flat in Antwerp."),
+    ("User's book club meets on Thursdays.", "The book club now meets on Sundays."),
+    ("User is dating Sam.", "User and Sam broke up."),
+    ("User plans to visit Japan in April.", "User cancelled the trip to Japan."),
+    ("User's favourite band is Radiohead.", "User's favourite band is now Fleetwood Mac."),
 ]
 SAME = [
     ("User has a golden retriever named Biscuit.", "Biscuit has a vet appointment next Tuesday."),
@@ -191,6 +199,13 @@ SAME = [
     ("User works as a data scientist at Shopify.", "At work User mostly writes Python and SQL."),
     ("User has a cat named Mia.", "Mia loves the new flat."),
     ("User loves hiking.", "User went hiking in the Alps last weekend."),
+    ("User's brother Tom lives in Leeds.", "User lives in Bristol."),
+    ("User lives in Bristol.", "User's brother Tom lives in Leeds."),
+    ("User started a new job at Northwind Labs.",
+     "User's team at Northwind Labs builds payment software."),
+    ("User has two kids.", "User's daughter Maya turned six on Saturday."),
+    ("User goes rowing every Sunday morning.", "User bought a new pair of rowing gloves."),
+    ("User is learning Portuguese at evening classes.", "User finds Portuguese grammar hard."),
 ]  # fmt: skip
 
 
@@ -198,7 +213,7 @@ SPEAKERS = frozenset({"user", "assistant"})
 
 
 def check_pairs(extractor: Extractor, embedder: Any) -> dict[str, Any]:
-    """The supersession check alone on 16 pairs: how often it is right, and how often it would
+    """The supersession check alone on 28 pairs: how often it is right, and how often it would
     be asked at all (pairs below CHECK_MIN_SIMILARITY, or sharing no content word, are never
     checked)."""
     from types import SimpleNamespace

@@ -346,6 +346,7 @@ def environment(cfg: dict[str, Any]) -> dict[str, Any]:
 
     from offline_mem.manifest import load_manifest
     from offline_mem.prompts import PROMPT_VERSION
+    from offline_mem.supersession import CHECK_PROMPT_VERSION
 
     from .answer import ANSWER_PROMPT_VERSION
 
@@ -378,7 +379,7 @@ def environment(cfg: dict[str, Any]) -> dict[str, Any]:
         "git_commit": commit,
         "packages": versions,
         "models": models,
-        "offline_mem_prompt_version": PROMPT_VERSION,
+        "offline_mem_prompt_version": f"{PROMPT_VERSION} + {CHECK_PROMPT_VERSION}",
         "answer_prompt_version": ANSWER_PROMPT_VERSION,
         "stemmer": STEMMER_NAME,
     }
