@@ -39,10 +39,12 @@ from .records import MemoryRecord, NewMemory
 CHECK_MIN_SIMILARITY = 0.45
 MAX_CHECKS = 2  # questions per add: each costs about one to three seconds on two cores
 
-# check-1 asked whether the memory "changed" (8 of 14 "same thing" pairs answered yes);
-# check-2 asks whether it is "still true" (benchmarks/extraction --only checks).
-CHECK_PROMPT_VERSION = "check-2"
-ANSWER_KEY = "still_true"
+# Measured against "still_true" framings (benchmarks/extraction --only checks, 28 pairs): this
+# one answers 20 right and raises 8 false alarms; "is the old memory still true?" answered 24
+# right with 2 false alarms, but missed "favourite colour is green now" and "drives a Tesla" in
+# the contradiction conversations (5 of 8 superseded, below the test floor of 6).
+CHECK_PROMPT_VERSION = "check-1"
+ANSWER_KEY = "changed"
 CHECK_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {ANSWER_KEY: {"type": "boolean"}},
@@ -52,26 +54,20 @@ CHECK_SCHEMA: dict[str, Any] = {
 CHECK_MAX_TOKENS = 16
 
 CHECK_QUESTION = """\
-An existing memory and a newer fact. Is the existing memory still true after the new fact? \
-It is not when the new fact replaces it: the same person moved, changed job, changed a \
-preference or a habit, a plan was cancelled or moved, a pet or person died, a relationship \
-ended or began. It still is when the new fact adds detail, an event or a plan about the same \
-person, pet or thing, or is about someone else.
+Compare an existing memory with a new fact. Answer "changed": true only when the new fact says \
+the existing memory is no longer true (the user moved, changed job, changed a preference or a \
+habit, a plan was cancelled or moved, a pet or person died, a relationship ended or began). \
+When the new fact adds detail about the same person, pet or thing, the memory has not changed.
 
 Examples:
 Existing memory: User's phone is an iPhone 12. New fact: User switched to a Pixel 8. -> \
-{{"still_true": false}}
+{{"changed": true}}
 Existing memory: User has a son named Leo. New fact: Leo starts school in September. -> \
-{{"still_true": true}}
+{{"changed": false}}
 Existing memory: User's yoga class is on Tuesdays. New fact: User's yoga class moved to \
-Wednesdays. -> {{"still_true": false}}
+Wednesdays. -> {{"changed": true}}
 Existing memory: User plays the piano. New fact: User's piano teacher is Ms. Ito. -> \
-{{"still_true": true}}
-Existing memory: User's cousin Ben lives in York. New fact: User lives in Derby. -> \
-{{"still_true": true}}
-Existing memory: User lives in Paris. New fact: User moved to Lyon. -> {{"still_true": false}}
-Existing memory: User's favourite film is Heat. New fact: User's favourite film is now Alien. \
--> {{"still_true": false}}
+{{"changed": false}}
 
 Existing memory (recorded {old_day}): {old}
 New fact ({new_day}): {new}
@@ -79,8 +75,8 @@ Answer:"""
 
 
 def interpret(answer: dict[str, Any]) -> bool:
-    """True when the old memory is still true (anything but an explicit false keeps it)."""
-    return answer.get(ANSWER_KEY) is not False
+    """True when the old memory is still true."""
+    return answer.get(ANSWER_KEY) is not True
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,6 @@ from .entities import EntityExtractor, unique_mentions  # noqa: E402
 from .entities import _mention as _entity_mention  # noqa: E402
 from .extractor import ExtractionOutput, Extractor, ExtractorIdentity, Prompt  # noqa: E402
 from .records import EntityMention  # noqa: E402
-from .supersession import ANSWER_KEY as CHECK_ANSWER_KEY  # noqa: E402
 
 Script = dict[str, Any] | BaseException | Callable[[Prompt], dict[str, Any]]
 
@@ -79,7 +78,7 @@ class FakeExtractor(Extractor):
     def extract(self, prompt: Prompt) -> ExtractionOutput:
         if prompt.kind == "check":
             self.check_calls.append(prompt)
-            answer = {CHECK_ANSWER_KEY: self.still_true(prompt)}
+            answer = {"changed": not self.still_true(prompt)}
             return ExtractionOutput(data=answer, text=json.dumps(answer))
         self.calls.append(prompt)
         if not self.script:
@@ -106,8 +105,8 @@ def answer(*facts: str | tuple[int, str]) -> dict[str, list[str]]:
 
 
 def changed_when(changed: Callable[[str, str], bool]) -> Callable[[Prompt], bool]:
-    """A FakeExtractor's `still_true`: the supersession check answers that the old memory is no
-    longer true when `changed(old memory, new fact)` is true."""
+    """A FakeExtractor's `still_true`: the supersession check answers "changed" when
+    `changed(old memory, new fact)` is true."""
 
     def still_true(check: Prompt) -> bool:
         found = _CHECK_PAIR.search(check.messages[-1]["content"])
@@ -117,7 +116,7 @@ def changed_when(changed: Callable[[str, str], bool]) -> Callable[[Prompt], bool
 
 
 def changes(*pairs: tuple[str, str]) -> Callable[[Prompt], bool]:
-    """A FakeExtractor's `still_true`: no longer true exactly for these (old memory, new fact)."""
+    """A FakeExtractor's `still_true`: "changed" exactly for these (old memory, new fact)."""
     return changed_when(lambda old, new: (old, new) in pairs)
 
 
