@@ -6,14 +6,14 @@ benchmark, Alex's "I have a hamster called Noodle" became "Oskar has a hamster c
 citing Oskar's message about his car. Provenance is what `search_messages` reports under
 `memory_ids` and what a user follows to check a memory, so it has to be right.
 
-For each fact: its content words (stop words and the speakers' names left out, a crude
-five-letter stem so "adopted" meets "adopt") are counted in each new message. The fact keeps the
-model's citation unless another message shares strictly more of them; then that message becomes
-the source. When the source so found was said by the other side than the model claimed, and the
-fact names the claimed speaker but not the real one, the fact is about the wrong person and is
-dropped; otherwise only its attribution is corrected. A fact that shares no word with any new
-message (a paraphrase such as "User is vegetarian" from "I don't eat meat") is left as the model
-wrote it: too little to judge.
+For each fact: its content words (stop words and the speakers' names left out, crudely
+stemmed by `content_words.stem` so "adopted" meets "adopt") are counted in each new message. The
+fact keeps the model's citation unless another message shares strictly more of them; then that
+message becomes the source. When the source so found was said by the other side than the model
+claimed, and the fact names the claimed speaker but not the real one, the fact is about the wrong
+person and is dropped; otherwise only its attribution is corrected. A fact that shares no word
+with any new message (a paraphrase such as "User is vegetarian" from "I don't eat meat") is left
+as the model wrote it: too little to judge.
 """
 
 from __future__ import annotations
@@ -127,19 +127,20 @@ def drop_context_copies(
     shown: Sequence[int],
     context: Sequence[str],
 ) -> tuple[list[Fact], list[tuple[str, str]]]:
-    """Facts copied from the context instead of taken from the new messages are dropped: a fact
-    that shares at least COPY_MIN_SHARED content words with one `context` text (a memory or a
-    recent message shown to the model), more than it shares with the new messages, and none
-    with the new messages that this text lacks. (An update shares words with the memory it
-    updates, but also the new value: "User's favourite colour is green now." has "green" from
-    the new message.) Measured on the
-    side-by-side benchmark: the 1.5B model wrote "Oskar's cousin just moved to Ghent, funny
-    coincidence." from Oskar's "I started a new job at Halcyon Bio", re-using the shown memory
-    "Alex's cousin just moved to Ghent, funny coincidence." with the name swapped, and it
-    superseded the true memory. A copy may share a word with the new messages by chance:
+    """Facts copied from the context instead of taken from the new messages are dropped. A copy
+    shares at least COPY_MIN_SHARED content words with one `context` text (a memory or a recent
+    message shown to the model), more than it shares with the new messages, and no word with the
+    new messages that this text lacks.
+
+    Measured on the side-by-side benchmark: the 1.5B model wrote "Oskar's cousin just moved to
+    Ghent, funny coincidence." from Oskar's "I started a new job at Halcyon Bio", re-using the
+    shown memory "Alex's cousin just moved to Ghent, funny coincidence." with the name swapped,
+    and it superseded the true memory. A copy may share a word with the new messages by chance:
     "Felix got his scuba diving certificate two days ago", copied from a recent message, shares
-    "day" with the new "I could eat it every day". A fact that shares no word with anything is
-    a paraphrase and stays (see `ground_facts`)."""
+    "day" with the new "I could eat it every day". An update shares words with the memory it
+    updates, but also the new value: "User's favourite colour is green now." has "green" from
+    the new message, and stays. A fact that shares no word with anything is a paraphrase and
+    stays too (see `ground_facts`)."""
     every_name = speaker_names(messages)
     new_words = set().union(*(content_stems(messages[i].content, every_name) for i in shown))
     context_words = [content_stems(text, every_name) for text in context]
