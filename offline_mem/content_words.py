@@ -23,9 +23,11 @@ STOP_WORDS = frozenset(
 )
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # Month names say when, not what: two facts dated in the same month are not about the same thing.
-MONTHS = frozenset(
-    "january february march april may june july august september october november december".split()  # noqa: SIM905
-)
+MONTH_NAMES = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+)  # fmt: skip
+MONTHS = frozenset(MONTH_NAMES)
 
 
 # Where someone lives and where they work are the facts that change most, and "lives in Ghent" /

@@ -18,13 +18,9 @@ import re
 from collections.abc import Sequence
 from datetime import date, datetime
 
-from .content_words import WORD, content_stems
+from .content_words import MONTH_NAMES, WORD, content_stems
 from .relative_dates import WEEKDAYS, relative_phrases, resolve_relative_dates
 
-MONTH_NAMES = (
-    "january", "february", "march", "april", "may", "june", "july", "august", "september",
-    "october", "november", "december",
-)  # fmt: skip
 _MONTH = "|".join(MONTH_NAMES)
 _DAY = "|".join(WEEKDAYS)
 _ORDINAL = r"(?:st|nd|rd|th)?"
