@@ -33,6 +33,9 @@ class MemoryConfig:
     extractor: str = DEFAULT_EXTRACTOR
     nlp: str = DEFAULT_NLP
     threads: int | None = None
+    # every model call evaluates its prompt from scratch (no KV-cache reuse): the memories of a
+    # conversation then do not depend on the cache's history (audits, benchmark runs)
+    reproducible: bool = False
     custom_instructions: str | None = None
     busy_timeout_ms: int = 30_000
     # MiB of large vector partitions held in memory for fast KNN (vector_cache.py); 0: none
@@ -58,6 +61,10 @@ class MemoryConfig:
         threads = values.get("threads")
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise ConfigError(f"config 'threads' must be a positive integer, got {threads!r}")
+        if not isinstance(values.get("reproducible", False), bool):
+            raise ConfigError(
+                f"config 'reproducible' must be true or false, got {values['reproducible']!r}"
+            )
         cache_mb = values.get("vector_cache_mb", cls.vector_cache_mb)
         if isinstance(cache_mb, bool) or not isinstance(cache_mb, (int, float)) or cache_mb < 0:
             raise ConfigError(

@@ -90,15 +90,21 @@ def decode_greedy(
     root: str,
     max_tokens: int,
     deadline: float,
+    reuse_cache: bool = True,
 ) -> Decoded:
     """Write the answer to `prompt` at temperature 0 under the grammar. The KV cache keeps the
     longest prefix it shares with the previous call (as llama-cpp-python's own generate does);
-    at least the prompt's last token is evaluated, so its logits are fresh."""
+    at least the prompt's last token is evaluated, so its logits are fresh.
+
+    With `reuse_cache=False` the whole prompt is evaluated from an empty cache, in the model's
+    fixed batches: the answer then depends only on the prompt (and the build), not on what the
+    cache held. Evaluating a prompt in one pass and re-evaluating only its tail give logits that
+    differ in the last bits on some CPUs, enough to flip a near-tie."""
     import llama_cpp
 
     if not prompt:
         raise ValueError("an empty prompt")
-    cached = common_prefix(llm.input_ids[: llm.n_tokens], prompt)
+    cached = common_prefix(llm.input_ids[: llm.n_tokens], prompt) if reuse_cache else 0
     llm.n_tokens = min(cached, len(prompt) - 1)  # eval() drops the cells past n_tokens
     llm.eval(prompt[llm.n_tokens :])
     ctx, vocab, n_vocab = llm._ctx.ctx, llm._model.vocab, llm.n_vocab()

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,21 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
 _OFFLINE_FLAGS = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 
 
+@contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """transformers draws a "Loading weights" progress bar on stderr at every load; a library
+    opened by an application must not. Its setting is restored afterwards."""
+    from transformers.utils import logging as transformers_logging
+
+    was_enabled = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            transformers_logging.enable_progress_bar()
+
+
 class SentenceTransformerEmbedder(Embedder):
     """all-MiniLM-L6-v2 (or any sentence-transformers folder) from a local, verified path."""
 
@@ -74,9 +90,10 @@ class SentenceTransformerEmbedder(Embedder):
                 from sentence_transformers import SentenceTransformer
 
                 try:
-                    self._model = SentenceTransformer(
-                        str(self.model_dir), device="cpu", local_files_only=True
-                    )
+                    with _quiet_loading():
+                        self._model = SentenceTransformer(
+                            str(self.model_dir), device="cpu", local_files_only=True
+                        )
                 except Exception as exc:  # the library raises many types; one typed error out
                     raise ModelError(f"cannot load embedder from {self.model_dir}: {exc}") from exc
                 get_dim = getattr(self._model, "get_embedding_dimension", None) or (

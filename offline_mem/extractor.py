@@ -31,6 +31,9 @@ from .kv_slots import KvSlots
 DEFAULT_SEED = 1234
 DEFAULT_N_CTX = 8192
 DEFAULT_TIMEOUT_S = 300.0
+# The prompt batch of reproducible mode: fixed, so that a prompt is always cut into the same
+# batches (llama.cpp's result can depend on how a prompt was split).
+REPRODUCIBLE_N_BATCH = 512
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,9 @@ class ExtractionOutput:
 
 class Extractor(ABC):
     identity: ExtractorIdentity
+    # True when every call evaluates its prompt from scratch (config "reproducible"); recorded
+    # on the memories it makes
+    reproducible: bool = False
 
     @abstractmethod
     def extract(self, prompt: Prompt) -> ExtractionOutput:
@@ -135,8 +141,10 @@ class LlamaExtractor(Extractor):
         n_ctx: int = DEFAULT_N_CTX,
         seed: int = DEFAULT_SEED,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        reproducible: bool = False,
     ) -> None:
         self.name = name
+        self.reproducible = reproducible
         self.models_dir = models_dir
         self.threads = threads or max(1, os.cpu_count() or 1)
         self.n_ctx = n_ctx
@@ -184,6 +192,7 @@ class LlamaExtractor(Extractor):
                 n_ctx=self.n_ctx,
                 n_threads=self.threads,
                 n_threads_batch=self.threads,
+                n_batch=REPRODUCIBLE_N_BATCH,
                 seed=self.seed,
                 verbose=False,
             )
@@ -223,7 +232,8 @@ class LlamaExtractor(Extractor):
                 )
             except Exception as exc:
                 raise ExtractionError(f"cannot format the prompt: {exc}") from exc
-            loaded.slots.switch_to(prompt.kind)  # each kind of prompt keeps its own KV cache
+            if not self.reproducible:
+                loaded.slots.switch_to(prompt.kind)  # each kind of prompt keeps its own KV cache
             start = time.perf_counter()
             try:
                 decoded = decode_greedy(
@@ -233,6 +243,7 @@ class LlamaExtractor(Extractor):
                     root=root,
                     max_tokens=prompt.max_tokens,
                     deadline=time.monotonic() + self.timeout_s,
+                    reuse_cache=not self.reproducible,
                 )
             except Exception as exc:  # context overflow, decode failure, ...
                 raise ExtractionError(f"the extractor model failed: {exc}") from exc

@@ -217,15 +217,28 @@ _PLAIN_NAME = re.compile(r"[^\W\d_]+(?:[ '-][^\W\d_]+)*")
 
 
 def name_the_user(facts: Sequence[Fact], messages: Sequence[NewMessage]) -> list[Fact]:
-    """Facts with "User" replaced by the user's name, when the user's messages give exactly one
-    plain name. The prompt asks for "User" (an application's user often has no name), but a
-    conversation between named people is searched by name: measured on the side-by-side
-    benchmark, "User left Juniper Robotics and started a new job at Halcyon Bio" was not found
-    for "Which company does Jonah work for now?", where "Jonah left Juniper Robotics ..." is."""
+    """Facts with "User" replaced by the user's name: the name of the user-side speaker of the
+    fact's source messages when they give exactly one, else the name of the user side of the
+    whole add when it gives exactly one. The prompt asks for "User" (an application's user
+    often has no name), but a conversation between named people is searched by name: measured
+    on the side-by-side benchmark, "User left Juniper Robotics and started a new job at Halcyon
+    Bio" was not found for "Which company does Jonah work for now?", where "Jonah left Juniper
+    Robotics ..." is. In a dialogue where both people write as the user, the fact's own
+    message tells who "User" is."""
+    every = _user_names(messages)
+    named = []
+    for fact in facts:
+        own = _user_names([messages[i] for i in fact.sources if 0 <= i < len(messages)])
+        names = own if len(own) == 1 else every
+        if len(names) == 1:
+            (name,) = names
+            fact = replace(fact, text=_USER.sub(name, fact.text))
+        named.append(fact)
+    return named
+
+
+def _user_names(messages: Sequence[NewMessage]) -> set[str]:
+    """The names of the user-side speakers of `messages`; none when one is not a plain name
+    (an id such as "user_42" is no name to write into a fact)."""
     names = {m.name.strip() for m in messages if m.role == "user" and m.name and m.name.strip()}
-    if len(names) != 1:
-        return list(facts)
-    (name,) = names
-    if not _PLAIN_NAME.fullmatch(name):
-        return list(facts)
-    return [replace(f, text=_USER.sub(name, f.text)) for f in facts]
+    return names if all(_PLAIN_NAME.fullmatch(name) for name in names) else set()

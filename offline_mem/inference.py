@@ -42,6 +42,7 @@ from .prompts import (
 from .prompts import build_facts_prompt as build_prompt
 from .records import AddPlan, MemoryRecord, MessageRecord, NewMemory, NewMessage
 from .relative_dates import resolve_relative_dates
+from .speakers import with_speakers
 from .store import Store, keyword_text
 from .supersession import check_supersessions
 from .validation import Scope
@@ -98,6 +99,15 @@ def existing_memories(
     return Existing(records=records, shown=shown)
 
 
+REPRODUCIBLE_SUFFIX = "+reproducible"
+
+
+def recorded_version(prompt_version: str, extractor: Extractor) -> str:
+    """The prompt version a memory records, marked when the extractor ran in reproducible mode
+    (every prompt evaluated from scratch), so an audit can tell which memories are replayable."""
+    return prompt_version + (REPRODUCIBLE_SUFFIX if extractor.reproducible else "")
+
+
 def plan_facts(
     store: Store, models: Models, request: AddRequest
 ) -> tuple[AddPlan, list[dict[str, Any]], ExtractionOutput | None]:
@@ -106,41 +116,45 @@ def plan_facts(
     plan = AddPlan(
         scope=request.scope, messages=list(request.messages), memories=[],
         embedder_sha256=models.embedder.identity.sha256,
-        extractor_sha256=models.extractor.identity.sha256, prompt_version=PROMPT_VERSION,
+        extractor_sha256=models.extractor.identity.sha256,
+        prompt_version=recorded_version(PROMPT_VERSION, models.extractor),
     )  # fmt: skip
     if not shown:
         return plan, [], None
-    texts = [request.messages[i].content for i in shown]
     count = store.message_count(request.scope)
-    recent = store.recent_messages(request.scope, count - recent_window_start(count))
+    stored_recent = store.recent_messages(request.scope, count - recent_window_start(count))
+    # who said each message, as the extractor sees it (speakers.py); the stored ones keep theirs
+    messages = with_speakers(request.messages, [m.content for m in stored_recent])
+    recent = with_speakers(stored_recent, [m.content for m in request.messages])
+    texts = [messages[i].content for i in shown]
     existing = existing_memories(store, models.embedder, request.scope, texts, request.now)
     prompt = build_prompt(
-        new_messages=[_prompt_message(request.messages[i]) for i in shown],
+        new_messages=[_prompt_message(messages[i]) for i in shown],
         recent=[_prompt_message(m) for m in recent],
         existing=[ExistingMemory(text=r.text, observed_at=r.observed_at) for r in existing.shown],
         now=request.now,
         instructions=request.instructions,
     )
     output = models.extractor.extract(prompt)
-    roles = [m.role for m in request.messages]
+    roles = [m.role for m in messages]
     facts = read_facts(output.data, shown_messages=shown, roles=roles)
-    names = speaker_names(request.messages)
-    facts, misattributed = ground_facts(facts, request.messages, shown)
+    names = speaker_names(messages)
+    facts, misattributed = ground_facts(facts, messages, shown)
     seen = [r.text for r in existing.records] + [m.content for m in recent]
-    facts, copied = drop_context_copies(facts, request.messages, shown, seen)
-    facts, invented = drop_invented_names(facts, request.messages, seen)
+    facts, copied = drop_context_copies(facts, messages, shown, seen)
+    facts, invented = drop_invented_names(facts, messages, seen)
     facts, swapped = drop_subject_swaps(
-        facts, request.messages, lambda texts: _names_in(models.entities, texts)
+        facts, messages, lambda texts: _names_in(models.entities, texts)
     )
-    facts, name_only = drop_name_only_facts(facts, request.messages)
-    facts = [_with_absolute_dates(f, request) for f in name_the_user(facts, request.messages)]
+    facts, name_only = drop_name_only_facts(facts, messages)
+    facts = [_with_absolute_dates(f, request) for f in name_the_user(facts, messages)]
     if not facts:
         return plan, [], output
     old = existing.records
     vectors = models.embedder.embed_batch([f.text for f in facts] + [r.text for r in old])
     hashes = store.hashes_in_scope(request.scope, [fact_hash(f.text) for f in facts])
     context = AdmissionContext(
-        messages=request.messages, existing_vectors=vectors[len(facts) :],
+        messages=messages, existing_vectors=vectors[len(facts) :],
         existing_hashes=frozenset(hashes), metadata=request.metadata,
         expiration_date=request.expiration_date,
     )  # fmt: skip
@@ -183,7 +197,7 @@ def plan_procedural(
         scope=request.scope, messages=list(request.messages), memories=[],
         embedder_sha256=models.embedder.identity.sha256,
         extractor_sha256=models.extractor.identity.sha256,
-        prompt_version=PROCEDURAL_PROMPT_VERSION,
+        prompt_version=recorded_version(PROCEDURAL_PROMPT_VERSION, models.extractor),
     )  # fmt: skip
     prompt = build_procedural_prompt(
         [_prompt_message(m) for m in request.messages if m.content.strip()],

@@ -21,7 +21,7 @@ from .embedder import Embedder, QueryVectorCache
 from .entities import EntityExtractor, NoEntities, SpacyEntities
 from .errors import ModelError, ValidationError
 from .extractor import Extractor, LlamaExtractor
-from .memory_reads import MemoryReads
+from .memory_reads import MemoryReads, in_scope
 from .nlp import TextAnalyzer
 from .ranking import Weights
 from .records import AddPlan, NewMemory, NewMessage
@@ -31,6 +31,7 @@ from .timeutil import iso, parse_datetime, parse_expiration, utc_now
 from .validation import (
     Message,
     Scope,
+    check_memory_id,
     check_metadata,
     check_text,
     make_scope,
@@ -69,7 +70,10 @@ class Memory(MemoryReads):
         self.analyzer = analyzer or self._load_analyzer()
         # Both load their model lazily, on first use, and keep it for the life of the Memory.
         self.extractor = extractor or LlamaExtractor(
-            config.extractor, self.models_dir, threads=config.threads
+            config.extractor,
+            self.models_dir,
+            threads=config.threads,
+            reproducible=config.reproducible,
         )
         self.entities = entities or (
             NoEntities() if config.nlp is None else SpacyEntities(config.nlp, self.models_dir)
@@ -317,7 +321,19 @@ class Memory(MemoryReads):
         run_id: str | None = None,
         **unknown: Any,
     ) -> dict[str, Any]:
+        """Delete a memory (a DELETE history row is kept), or a stored message by its id (its
+        vector and provenance links go with it; the memories extracted from it stay)."""
         reject_unknown_kwargs("delete", unknown)
+        key = check_memory_id(memory_id)
+        if self.store.get(key) is None:
+            message = self.store.find_message(key)
+            if message is not None and in_scope(message, make_scope(
+                    user_id, agent_id, run_id, required=False)):  # fmt: skip
+                with self._lock:
+                    deleted = self.store.delete_message(key)
+                if deleted is not None:
+                    text = deleted.to_item()["memory"]
+                    return {"id": key, "kind": "message", "memory": text, "event": "DELETE"}
         record = self._require(memory_id, user_id, agent_id, run_id)
         with self._lock:
             self.store.delete_memory(record)

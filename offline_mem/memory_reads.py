@@ -12,14 +12,15 @@ from typing import Any
 from .embedder import Embedder
 from .entities import EntityExtractor
 from .errors import MemoryNotFoundError, ValidationError
+from .evidence import Evidence, MessageSignals, rank_evidence
 from .filters import compile_filters
 from .nlp import TextAnalyzer
-from .ranking import Ranked, Weights, interleave
+from .ranking import Weights, interleave
 from .records import EntityMention, MemoryRecord
 from .references import Candidate, find_references, resolve_query
-from .search import SearchRequest, hybrid_search
+from .search import SearchOutcome, SearchRequest, overfetch, search_memories
 from .store import Store
-from .store_messages import MessageHit
+from .store_messages import MessageHit, StoredMessage, message_item
 from .timeutil import is_expired, utc_now
 from .validation import (
     Scope,
@@ -51,7 +52,7 @@ class MemoryReads:
         key = check_memory_id(memory_id)
         scope = make_scope(user_id, agent_id, run_id, required=False)
         record = self.store.get(key)
-        if record is None or not _in_scope(record, scope):
+        if record is None or not in_scope(record, scope):
             raise MemoryNotFoundError(f"no memory with id {key!r} in the scope named")
         return record
 
@@ -64,12 +65,16 @@ class MemoryReads:
         run_id: str | None = None,
         **unknown: Any,
     ) -> dict[str, Any] | None:
-        """The memory, or None. Expired memories are returned marked `"expired": True`."""
+        """The memory, or None. Expired memories are returned marked `"expired": True`. The id
+        of a stored message (a `"kind": "message"` search result) gives that message."""
         reject_unknown_kwargs("get", unknown)
         key = check_memory_id(memory_id)
         scope = make_scope(user_id, agent_id, run_id, required=False)
         record = self.store.get(key)
-        if record is None or not _in_scope(record, scope):
+        if record is None:
+            message = self.store.find_message(key)
+            return message.to_item() if message and in_scope(message, scope) else None
+        if not in_scope(record, scope):
             return None
         return record.to_dict(expired=is_expired(record.expiration_date, utc_now()))
 
@@ -102,21 +107,29 @@ class MemoryReads:
         show_expired: bool = False,
         include_superseded: bool = False,
         include_sources: bool = False,
+        include_messages: bool = True,
         explain: bool = False,
         resolve_references: bool = True,
         **unknown: Any,
     ) -> dict[str, Any]:
-        """Memories of the filtered scope that best match `query`, best first.
+        """The facts and stored messages of the filtered scope that best match `query`, in one
+        ranking, best first. Every item has `"kind": "fact"` or `"kind": "message"`.
 
-        Candidates come from vector similarity, keyword (BM25) and entity signals; `score` is
-        their weighted sum on a fixed [0, 1] scale (see ranking.py), and `threshold` drops lower
-        scores. `explain=True` adds each signal's contribution as `score_details`.
+        Facts: candidates from vector similarity, keyword (BM25) and entity signals; `score` is
+        their weighted sum on a fixed [0, 1] scale (see ranking.py). Messages: scored on the same
+        scale by their own text (similarity and entities) or, when higher, by the best ranked
+        fact extracted from them (evidence.py). `threshold` drops lower scores. A message item
+        has `id`, `memory` (the turn as "Name: content" when it has a name), `content`, `role`,
+        `name`, `created_at`, `observed_at`, `memory_ids` (the facts extracted from it) and
+        `score`. `include_messages=False` returns facts only; messages carry no metadata, so
+        they are left out too when `filters` holds anything but exact scope ids.
+        `explain=True` adds each signal's contribution as `score_details`.
 
         A query naming someone by relation ("Which city does Mateo's neighbour live in?") is
         searched again with the name its first results give ("... does Bruno live in?"). The
-        results are then the memory that gave the name, followed by the two rankings taken in
-        turn (references.py); each memory keeps the score of the query that found it first,
-        and `explain=True` adds `resolved_query`.
+        facts are then the memory that gave the name, followed by the two rankings taken in
+        turn (references.py); each keeps the score of the query that found it first, and
+        `explain=True` adds `resolved_query`.
         `resolve_references=False` searches the query as given only."""
         reject_unknown_kwargs("search", unknown)
         check_text(query, "query")
@@ -131,23 +144,69 @@ class MemoryReads:
         )
         mentions = self.entities.extract_query(query)
         if resolve_references:
-            hits, resolved = self._search_resolving(request, mentions)
+            outcome, resolved = self._search_resolving(request, mentions)
         else:
-            hits, resolved = self._hybrid(request, mentions), None
+            outcome, resolved = self._hybrid(request, mentions), None
+        facts = {record.rowid: (record, ranked) for record, ranked in outcome.hits}
+        scope = _exact_scope(filters) if include_messages else None
+        ranking, messages = self._rank_with_messages(request, outcome, scope)
         now = utc_now()
         results = []
-        for record, ranked in hits:
-            item = record.to_dict(
-                score=round(ranked.score, 6), expired=is_expired(record.expiration_date, now)
-            )
-            if explain:
-                item["score_details"] = ranked.explain(self.weights, request.threshold)
-            if include_sources:
-                item["sources"] = [m.to_dict() for m in self.store.sources(record.rowid)]
+        for evidence in ranking:
+            if evidence.kind == "fact":
+                record, ranked = facts[evidence.key]
+                item = {"kind": "fact"} | record.to_dict(
+                    score=round(evidence.score, 6),
+                    expired=is_expired(record.expiration_date, now),
+                )
+                if explain:
+                    item["score_details"] = ranked.explain(self.weights, request.threshold)
+                if include_sources:
+                    item["sources"] = [m.to_dict() for m in self.store.sources(record.rowid)]
+            else:
+                item = messages[evidence.key]
+                item["score"] = round(evidence.score, 6)
+                if explain:
+                    details = evidence.explain(self.weights, request.threshold)
+                    if evidence.via_fact is not None:
+                        details["via_memory_id"] = facts[evidence.via_fact][0].id
+                    item["score_details"] = details
             results.append(item)
         if explain:
             return {"results": results, "resolved_query": resolved}
         return {"results": results}
+
+    def _rank_with_messages(
+        self, request: SearchRequest, outcome: SearchOutcome, scope: Scope | None
+    ) -> tuple[list[Evidence], dict[int, dict[str, Any]]]:
+        """The facts of `outcome` and, when `scope` is given, the scope's messages, ranked as
+        one list (evidence.py); and the message items by seq."""
+        ranked_facts = [ranked for _, ranked in outcome.hits]
+        if scope is None:
+            facts_only = rank_evidence(
+                ranked_facts, [], {}, known_entities=(), weights=request.weights,
+                threshold=request.threshold, top_k=request.top_k,
+            )  # fmt: skip
+            return facts_only, {}
+        vector = self._query_embedder.embed(request.query)
+        cosine = self.store.message_candidates(vector, scope, k=overfetch(request.top_k))
+        sources = self.store.source_seqs(list(r.rowid for r in ranked_facts))
+        missing = sorted({seq for seqs in sources.values() for seq in seqs} - set(cosine))
+        cosine.update(self.store.message_similarities(vector, missing))
+        # A message stored verbatim as a memory (a raw add) is already in the ranking as that
+        # memory; listing it twice would only take a place.
+        hits = [hit for hit in self.store.message_hits(cosine) if not hit.stored_verbatim]
+        items = {
+            hit.record.seq: message_item(hit.record, hit.memory_ids, hit.scope_ids) for hit in hits
+        }
+        signals = [
+            MessageSignals(h.record.seq, h.score, items[h.record.seq]["memory"]) for h in hits
+        ]
+        ranking = rank_evidence(
+            ranked_facts, signals, sources, known_entities=outcome.known_entities,
+            weights=request.weights, threshold=request.threshold, top_k=request.top_k,
+        )  # fmt: skip
+        return ranking, items
 
     def search_messages(
         self,
@@ -185,35 +244,37 @@ class MemoryReads:
             results.append(item)
         return {"results": results}
 
-    def _hybrid(
-        self, request: SearchRequest, mentions: list[EntityMention]
-    ) -> list[tuple[MemoryRecord, Ranked]]:
-        return hybrid_search(
+    def _hybrid(self, request: SearchRequest, mentions: list[EntityMention]) -> SearchOutcome:
+        return search_memories(
             self.store, self._query_embedder, self.analyzer, request, mentions=mentions
         )
 
     def _search_resolving(
         self, request: SearchRequest, mentions: list[EntityMention]
-    ) -> tuple[list[tuple[MemoryRecord, Ranked]], str | None]:
-        """hybrid_search, with the query's relational references resolved from a wider pool
+    ) -> tuple[SearchOutcome, str | None]:
+        """The memory search, with the query's relational references resolved from a wider pool
         (more results, no threshold) and searched again (references.py). A query without a
         reference is searched as given: the wider pool would only cost time."""
         if not find_references(request.query):
             return self._hybrid(request, mentions), None
         wide = replace(request, top_k=max(request.top_k, RESOLVE_POOL), threshold=None)
-        pool = self._hybrid(wide, mentions)
+        found = self._hybrid(wide, mentions)
+        pool = found.hits
         floor = request.threshold
         hits = [hit for hit in pool if floor is None or hit[1].score >= floor]
         candidates = [Candidate(r.text, r.actor_id, r.role != "assistant") for r, _ in pool]
         resolved = resolve_query(request.query, candidates)
         if resolved is None:
-            return hits[: request.top_k], None
+            return replace(found, hits=hits[: request.top_k]), None
         again = self._hybrid(
             replace(request, query=resolved.query), self.entities.extract_query(resolved.query)
         )
         bridges = [pool[i] for i in resolved.sources]  # kept whatever their score
-        merged = interleave([bridges, again, hits], key=lambda h: h[0].rowid, limit=request.top_k)
-        return merged, resolved.query
+        merged = interleave(
+            [bridges, again.hits, hits], key=lambda h: h[0].rowid, limit=request.top_k
+        )
+        known = found.known_entities | again.known_entities
+        return SearchOutcome(merged, known), resolved.query
 
     def _message_hits_resolving(
         self, query: str, scope: Scope, limit: int, floor: float | None
@@ -248,6 +309,17 @@ class MemoryReads:
         return [row.to_dict() for row in self.store.history(check_memory_id(memory_id))]
 
 
+def _exact_scope(filters: dict[str, Any] | None) -> Scope | None:
+    """The scope of filters that hold nothing but exact scope ids, else None (messages carry no
+    metadata, role or date fields for other filters to test)."""
+    if not isinstance(filters, dict) or not set(filters) <= {"user_id", "agent_id", "run_id"}:
+        return None
+    if any(value is None or value == "*" or isinstance(value, (dict, list)) for value in
+           filters.values()):  # fmt: skip
+        return None
+    return make_scope(filters.get("user_id"), filters.get("agent_id"), filters.get("run_id"))
+
+
 def _message_scope(filters: dict[str, Any] | None) -> Scope:
     if not isinstance(filters, dict):
         raise ValidationError(
@@ -261,7 +333,7 @@ def _message_scope(filters: dict[str, Any] | None) -> Scope:
     return make_scope(filters.get("user_id"), filters.get("agent_id"), filters.get("run_id"))
 
 
-def _in_scope(record: MemoryRecord, scope: Scope) -> bool:
+def in_scope(record: MemoryRecord | StoredMessage, scope: Scope) -> bool:
     """True when every id the caller named matches the memory's."""
     return all(
         wanted is None or wanted == have

@@ -41,6 +41,12 @@ def overfetch(top_k: int) -> int:
     return max(4 * top_k, MIN_OVERFETCH)
 
 
+@dataclass(frozen=True)
+class SearchOutcome:
+    hits: list[tuple[MemoryRecord, Ranked]]
+    known_entities: frozenset[str]  # the query's entity norms linked to a visible memory
+
+
 def hybrid_search(
     store: Store,
     embedder: Embedder,
@@ -50,6 +56,21 @@ def hybrid_search(
     query_vector: np.ndarray | None = None,
     mentions: Sequence[EntityMention] = (),
 ) -> list[tuple[MemoryRecord, Ranked]]:
+    """The ranked memories (see `search_memories`)."""
+    return search_memories(
+        store, embedder, analyzer, request, query_vector=query_vector, mentions=mentions
+    ).hits
+
+
+def search_memories(
+    store: Store,
+    embedder: Embedder,
+    analyzer: TextAnalyzer,
+    request: SearchRequest,
+    *,
+    query_vector: np.ndarray | None = None,
+    mentions: Sequence[EntityMention] = (),
+) -> SearchOutcome:
     analysis = analyzer.analyze_query(request.query)
     vector = embedder.embed(request.query) if query_vector is None else query_vector
     norms = analyzer.query_entity_norms(analysis, mentions)
@@ -103,7 +124,7 @@ def hybrid_search(
             top_k=request.top_k,
         )
         records = store.records_by_rowid([r.rowid for r in ranked])
-    return [(records[r.rowid], r) for r in ranked]
+    return SearchOutcome([(records[r.rowid], r) for r in ranked], frozenset(known))
 
 
 def _only(weights: Weights, use: set[str]) -> Weights:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -39,10 +40,77 @@ class MessageHit:
     record: MessageRecord
     score: float  # cosine similarity of the query to the message, in [-1, 1]
     memory_ids: tuple[str, ...]  # the memories that cite this message as a source
+    stored_verbatim: bool = False  # one of them holds its content as is (a raw add)
+    scope_ids: tuple[str | None, str | None, str | None] = (None, None, None)  # user, agent, run
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """A message with its scope ids and the memories extracted from it."""
+
+    record: MessageRecord
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    memory_ids: tuple[str, ...]
+
+    def to_item(self) -> dict[str, Any]:
+        """The message as `get` and `search` return it (see `message_item`)."""
+        scope = (self.user_id, self.agent_id, self.run_id)
+        return message_item(self.record, self.memory_ids, scope)
+
+
+def message_item(
+    record: MessageRecord,
+    memory_ids: Sequence[str],
+    scope_ids: tuple[str | None, str | None, str | None],
+) -> dict[str, Any]:
+    """A message as a result item: `"kind": "message"`, `memory` as it was embedded ("Name:
+    content" when it has a name), its fields, its scope ids (those it has) and the ids of the
+    memories extracted from it."""
+    item: dict[str, Any] = {
+        "kind": "message",
+        "memory": message_embedding_text(record.name, record.content),
+    }
+    item |= record.to_dict()
+    for key, value in zip(("user_id", "agent_id", "run_id"), scope_ids, strict=True):
+        if value is not None:
+            item[key] = value
+    return item | {"memory_ids": list(memory_ids)}
 
 
 class MessageIndex:
     db: Database
+
+    def find_message(self, message_id: str) -> StoredMessage | None:
+        columns = ", ".join(f"msg.{c.strip()}" for c in MessageRecord.COLUMNS.split(","))
+        row = self.db.query_one(
+            f"SELECT {columns}, msg.user_id, msg.agent_id, msg.run_id FROM messages msg "
+            "WHERE msg.id = ?",
+            (message_id,),
+        )
+        if row is None:
+            return None
+        record = MessageRecord(*row[:7])
+        cited = self.db.query(
+            "SELECT m.id FROM provenance p JOIN memories m ON m.rowid = p.memory_rowid "
+            "WHERE p.message_seq = ? ORDER BY m.rowid",
+            (record.seq,),
+        )
+        return StoredMessage(record, row[7], row[8], row[9], tuple(r[0] for r in cited))
+
+    def delete_message(self, message_id: str) -> StoredMessage | None:
+        """Remove a message, its vector and its provenance links in one transaction; the memories
+        extracted from it stay (they no longer cite it). None when no such message exists."""
+        with self.db.atomic():
+            found = self.find_message(message_id)
+            if found is None:
+                return None
+            seq = found.record.seq
+            self.delete_message_vectors([seq])
+            self.db.execute("DELETE FROM provenance WHERE message_seq = ?", (seq,))
+            self.db.execute("DELETE FROM messages WHERE seq = ?", (seq,))
+        return found
 
     def insert_message_vector(self, seq: int, user_id: str | None, vector: np.ndarray) -> None:
         """Call inside the transaction that inserts the message."""
@@ -115,6 +183,30 @@ class MessageIndex:
             allowed_sql=f"SELECT seq FROM messages WHERE {where}", allowed_params=params,
         )  # fmt: skip
 
+    def message_similarities(self, vector: np.ndarray, seqs: Sequence[int]) -> dict[int, float]:
+        """Cosine similarity of the query to the given messages' vectors (point lookups)."""
+        query = np.asarray(vector, dtype=np.float32)
+        found: dict[int, float] = {}
+        for seq in seqs:
+            row = self.db.query_one("SELECT embedding FROM message_vectors WHERE rowid = ?", (seq,))
+            if row is not None:
+                found[int(seq)] = float(np.frombuffer(row[0], dtype=np.float32) @ query)
+        return found
+
+    def source_seqs(self, memory_rowids: Sequence[int]) -> dict[int, list[int]]:
+        """memory rowid -> the seqs of the messages it was extracted from, oldest first."""
+        if not memory_rowids:
+            return {}
+        marks = ", ".join("?" for _ in memory_rowids)
+        found: dict[int, list[int]] = {}
+        for rowid, seq in self.db.query(
+            "SELECT memory_rowid, message_seq FROM provenance "
+            f"WHERE memory_rowid IN ({marks}) ORDER BY message_seq",
+            list(memory_rowids),
+        ):
+            found.setdefault(int(rowid), []).append(int(seq))
+        return found
+
     def _messages_in_scope(self, seqs: Sequence[int], where: str, params: list[str]) -> set[int]:
         if not seqs:
             return set()
@@ -130,18 +222,27 @@ class MessageIndex:
             return []
         seqs = list(scored)
         marks = ", ".join("?" for _ in seqs)
-        records = {
-            int(row[0]): MessageRecord(*row)
-            for row in self.db.query(
-                f"SELECT {MessageRecord.COLUMNS} FROM messages WHERE seq IN ({marks})", seqs
-            )
-        }
+        rows = self.db.query(
+            f"SELECT {MessageRecord.COLUMNS}, user_id, agent_id, run_id FROM messages "
+            f"WHERE seq IN ({marks})",
+            seqs,
+        )
+        records = {int(row[0]): MessageRecord(*row[:7]) for row in rows}
+        scopes = {int(row[0]): (row[7], row[8], row[9]) for row in rows}
         cited: dict[int, list[str]] = {}
-        for seq, memory_id in self.db.query(
-            "SELECT p.message_seq, m.id FROM provenance p JOIN memories m "
+        verbatim: set[int] = set()
+        for seq, memory_id, text in self.db.query(
+            "SELECT p.message_seq, m.id, m.text FROM provenance p JOIN memories m "
             f"ON m.rowid = p.memory_rowid WHERE p.message_seq IN ({marks}) ORDER BY m.rowid",
             seqs,
         ):
             cited.setdefault(int(seq), []).append(memory_id)
+            if text == records[int(seq)].content:
+                verbatim.add(int(seq))
         order = sorted(records, key=lambda seq: (-scored[seq], -seq))
-        return [MessageHit(records[seq], scored[seq], tuple(cited.get(seq, ()))) for seq in order]
+        return [
+            MessageHit(
+                records[seq], scored[seq], tuple(cited.get(seq, ())), seq in verbatim, scopes[seq]
+            )
+            for seq in order
+        ]

@@ -29,6 +29,18 @@ def open_db(path: str) -> Database:
     return Database(str(path), busy_timeout_ms=30_000)
 
 
+def schema_committed(path: str) -> bool:
+    """Whether the file holds a committed schema. A process killed during its first open leaves
+    a file that exists (SQLite creates it at once) but whose migration never committed: to the
+    library that is an empty store, and the checks here must not read it as a broken one."""
+    db = open_db(path)
+    try:
+        tables = {row[0] for row in db.query("SELECT name FROM sqlite_master WHERE type='table'")}
+    finally:
+        db.close()
+    return "memories" in tables
+
+
 def _rows(db: Database, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return [tuple(row) for row in db.query(sql, params)]
 

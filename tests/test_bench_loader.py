@@ -28,7 +28,10 @@ def test_loads_sessions_in_numeric_order_with_dates():
         "D10:1",
         "D10:2",
     ]
-    assert sample.sessions[0].turns[1].text == "That's great, how was it?"
+    # a shared photo's caption is evidence like the words (the URL is never used)
+    assert sample.sessions[0].turns[1].text == (
+        "That's great, how was it? [shares a photo: a photo of a cup]"
+    )
 
 
 def test_qa_types_answers_and_evidence():

@@ -118,7 +118,7 @@ def test_import_re_embeds_for_another_embedder(cli: Cli, tmp_path: Path, monkeyp
     }
     rows = [json.loads(line) for line in export(cli, target).splitlines()[1:]]
     assert {r["embedder_sha256"] for r in rows if r["type"] == "memory"} == {other.identity.sha256}
-    hits = cli.json("search", "--user", "u1", "Porto", db=target)["results"]
+    hits = cli.json("search", "--user", "u1", "--facts-only", "Porto", db=target)["results"]
     assert hits[0]["memory"] == MOVED
     assert cli.run("verify", db=target).exit_code == 0
 

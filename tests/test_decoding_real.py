@@ -5,6 +5,7 @@ choice, and stop with the right reason."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -64,23 +65,55 @@ def reference(llm, prompt: list[int], gbnf: str, max_tokens: int) -> dict:
     return reply["choices"][0]
 
 
-def test_writes_what_the_library_sampler_writes_and_reuses_the_cached_prompt(llm):
+def decode(llm, prompt: list[int], gbnf: str, **options):
+    deadline = time.monotonic() + 60
+    return decode_greedy(
+        llm, prompt, gbnf=gbnf, root="root", max_tokens=120, deadline=deadline, **options
+    )
+
+
+def test_writes_what_the_library_sampler_writes_from_an_empty_cache(llm):
     prompt = tokens_of(llm, QUESTION)
     free = reference(llm, prompt, "root ::= [^\\x00]*", max_tokens=3)["text"]
     assert free and not free.startswith("{")  # so the grammar overrules the model's first choice
     gbnf = schema_to_gbnf(SCHEMA)
     expected = reference(llm, prompt, gbnf, max_tokens=120)
     assert expected["finish_reason"] == "stop"
-
-    first = decode_greedy(
-        llm, prompt, gbnf=gbnf, root="root", max_tokens=120, deadline=time.monotonic() + 60
-    )
-    again = decode_greedy(
-        llm, prompt, gbnf=gbnf, root="root", max_tokens=120, deadline=time.monotonic() + 60
-    )
+    first = decode(llm, prompt, gbnf)
     assert first.text == expected["text"] and first.finish == "stop"
     assert '"Porto"' in first.text and first.cached_tokens == 0
-    assert again.text == first.text and again.cached_tokens == len(prompt)
+
+
+def test_the_same_cache_history_gives_the_same_answers(llm):
+    """What the default mode promises: the same prompts after the same cache history give the
+    same answers on the same build. A prompt served from the cache need not give the answer of
+    the same prompt evaluated in one pass (on some CPUs the logits differ in the last bits and a
+    near-tie flips, e.g. '{"city":"Porto"' against '{"city": "Porto"'), so that is not asserted;
+    reproducible mode (next test) is what removes the dependence."""
+    prompt = tokens_of(llm, QUESTION)
+    gbnf = schema_to_gbnf(SCHEMA)
+    runs = []
+    for _ in range(2):
+        llm.reset()
+        fresh, cached = decode(llm, prompt, gbnf), decode(llm, prompt, gbnf)
+        runs.append((fresh.text, cached.text))
+        assert fresh.cached_tokens == 0 and cached.cached_tokens == len(prompt)
+        assert json.loads(cached.text)["city"] == "Porto"  # still an answer to the question
+    assert runs[0] == runs[1]
+
+
+def test_without_cache_reuse_the_answer_depends_on_the_prompt_alone(llm):
+    prompt = tokens_of(llm, QUESTION)
+    gbnf = schema_to_gbnf(SCHEMA)
+    llm.reset()
+    alone = decode(llm, prompt, gbnf, reuse_cache=False)
+    other = tokens_of(llm, QUESTION.replace("Porto", "Braga").replace("34", "51"))
+    decode(llm, other, gbnf)  # a different cache state, sharing a long prefix with the prompt
+    after_other = decode(llm, prompt, gbnf, reuse_cache=False)
+    after_itself = decode(llm, prompt, gbnf, reuse_cache=False)
+    assert alone.cached_tokens == after_other.cached_tokens == after_itself.cached_tokens == 0
+    assert alone.text == after_other.text == after_itself.text
+    assert '"Porto"' in alone.text
 
 
 def test_stops_at_the_token_limit_and_at_the_deadline(llm):

@@ -109,3 +109,26 @@ def test_memory_with_real_embedder_end_to_end(tmp_path) -> None:
     # the file pins the real embedder: a fake one is refused
     with pytest.raises(EmbedderMismatchError):
         Memory({"path": path}, embedder=FakeEmbedder())
+
+
+def test_opening_a_memory_draws_nothing_on_stderr(tmp_path) -> None:
+    """A library must be quiet: transformers' "Loading weights" bar is switched off while the
+    embedder loads (and an application's own setting is left as it was)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from transformers.utils import logging\n"
+        "from offline_mem import Memory\n"
+        "with Memory({'path': sys.argv[1]}) as m:\n"
+        "    m.add('I keep bees', user_id='u', infer=False)\n"
+        "    m.search('bees', filters={'user_id': 'u'})\n"
+        "assert logging.is_progress_bar_enabled()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "quiet.db")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Loading weights" not in done.stderr and "it/s" not in done.stderr, done.stderr

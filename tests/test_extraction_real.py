@@ -14,7 +14,9 @@ import pytest
 
 from offline_mem.config import DEFAULT_EXTRACTOR, resolve_models_dir
 from offline_mem.extractor import LlamaExtractor
+from offline_mem.inference import REPRODUCIBLE_SUFFIX
 from offline_mem.memory import Memory
+from offline_mem.prompts import PROMPT_VERSION
 
 pytestmark = pytest.mark.real_model
 
@@ -52,18 +54,31 @@ def test_quality_floor(extractor, tmp_path):
     assert report["contradictions_superseded"] >= SUPERSEDED_FLOOR, report
 
 
-def test_same_input_in_two_fresh_files_gives_identical_memories(extractor, tmp_path):
+def test_reproducible_mode_gives_the_same_memories_whatever_the_cache_held(tmp_path):
+    """The promise of `"reproducible": true`: every prompt is evaluated from scratch, so the same
+    messages give the same memories after any history of calls (default mode promises that only
+    for the same history: a prompt served from the KV cache may flip a near-tie)."""
     conversation = [
         {"role": "user", "content": "I'm Joana, a physiotherapist in Braga. I have two cats."},
         {"role": "assistant", "content": "Nice to meet you, Joana!"},
     ]
-    texts = []
-    for name in ("a", "b"):
-        # The extractor stays loaded (Memory.close would release it): the second file's prompt
-        # is then served from the KV cache, which must not change the answer.
-        m = Memory({"path": str(tmp_path / f"{name}.db")}, extractor=extractor)
-        m.add(conversation, user_id="joana")
-        texts.append([r["memory"] for r in m.get_all(filters={"user_id": "joana"})["results"]])
-        m.store.close()
+    elsewhere = [{"role": "user", "content": "I'm Tomas. I teach chemistry and I play the oboe."}]
+    extractor = LlamaExtractor(DEFAULT_EXTRACTOR, resolve_models_dir(), reproducible=True)
+    texts, versions = [], set()
+    try:
+        for name, before in (("a", None), ("b", elsewhere)):
+            m = Memory({"path": str(tmp_path / f"{name}.db"), "reproducible": True},
+                       extractor=extractor)  # fmt: skip
+            if before is not None:  # another prompt in the cache, sharing its rules with ours
+                m.add(before, user_id="tomas")
+            m.add(conversation, user_id="joana")
+            texts.append([r["memory"] for r in m.get_all(filters={"user_id": "joana"})["results"]])
+            versions |= {
+                row[0] for row in m.store.db.query("SELECT prompt_version FROM memories")
+            }
+            m.store.close()
+    finally:
+        extractor.close()
     assert texts[0] == texts[1]
     assert texts[0], "the model extracted nothing"
+    assert versions == {PROMPT_VERSION + REPRODUCIBLE_SUFFIX}

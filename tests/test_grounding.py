@@ -192,7 +192,10 @@ def test_user_becomes_the_users_name_when_the_messages_give_exactly_one() -> Non
     unnamed = [NewMessage("m1", "user", "hi", None, None)]
     assert name_the_user(facts, unnamed) == facts
     two = [NewMessage("a", "user", "hi", "Oskar", None), NewMessage("b", "user", "yo", "Ana", None)]
-    assert name_the_user(facts, two) == facts  # two names: which one is "User" is unknown
+    # two user-side names: the fact's own message says which one is "User"
+    assert name_the_user(facts, two)[0].text == "Ana's brother Kofi visits Ana."
+    both = [one("User's brother Kofi visits User.", "user", (0, 1))]
+    assert name_the_user(both, two) == both  # cited from both: which one is unknown
     odd = [NewMessage("m1", "user", "hi", "user_42", None)]
     assert name_the_user(facts, odd) == facts  # not a plain name
     users = [one("Users like tea.", "user", (1,))]

@@ -134,8 +134,13 @@ def check_reads(memory: Memory) -> None:
     for item in everything.values():  # each text names exactly its own scope
         (own,) = marks_in(item["text"])
         assert {k: v for k, v in item.items() if k != "text" and v} == SCOPES[own]
+    messages = {
+        row[0]: {"user_id": row[1], "agent_id": row[2], "run_id": row[3]}
+        for row in memory.store.db.query("SELECT id, user_id, agent_id, run_id FROM messages")
+    }
     for f_index, filters in enumerate(SCOPES):
         expected = {mid for mid, item in everything.items() if covers(filters, item)}
+        expected_messages = {mid for mid, item in messages.items() if covers(filters, item)}
         listed = memory.get_all(filters=filters, top_k=1000, include_superseded=True,
                                 show_expired=True)["results"]  # fmt: skip
         assert {item["id"] for item in listed} == expected
@@ -145,9 +150,13 @@ def check_reads(memory: Memory) -> None:
                 include_sources=True,
             )["results"]  # fmt: skip
             for item in found:
-                assert item["id"] in expected, (filters, item)
                 (own,) = marks_in(item["memory"])
                 assert index_covers(f_index, own)
+                if item["kind"] == "message":  # a stored turn: the scope's own, by id too
+                    assert item["id"] in expected_messages, (filters, item)
+                    assert memory.get(item["id"], **filters)["memory"] == item["memory"]
+                    continue
+                assert item["id"] in expected, (filters, item)
                 for source in item["sources"]:
                     assert marks_in(source["content"]) == {own}, (item, source)
         recent = memory.store.recent_messages(Scope(**filters), limit=1000)

@@ -56,7 +56,14 @@ def seed(memory: Memory) -> dict[str, str]:
     )
     other = memory.add("I like jazz", user_id="u1", agent_id="a1", infer=False)
     memory.add("u2 keeps this", user_id="u2", infer=False)
-    return {"lisbon": first["results"][0]["id"], "jazz": other["results"][0]["id"]}
+    (cat_message,) = memory.store.db.query_one(
+        "SELECT id FROM messages WHERE content = 'I own a cat'"
+    )
+    return {
+        "lisbon": first["results"][0]["id"],
+        "jazz": other["results"][0]["id"],
+        "cat_message": cat_message,
+    }
 
 
 def add_inferred(memory: Memory, ids: dict[str, str]) -> Any:
@@ -81,6 +88,7 @@ WRITES: dict[str, Callable[[Memory, dict[str, str]], Any]] = {
     "update_text": lambda m, ids: m.update(ids["lisbon"], "I live in Porto", metadata={"x": 1}),
     "update_expiry": lambda m, ids: m.update(ids["jazz"], expiration_date="2030-01-01"),
     "delete": lambda m, ids: m.delete(ids["lisbon"]),
+    "delete_message": lambda m, ids: m.delete(ids["cat_message"]),
     "delete_all": lambda m, ids: m.delete_all(user_id="u1"),
     "reset": lambda m, ids: m.reset(),
 }

@@ -2,7 +2,9 @@
 speaker_b, session_<n> turn lists and session_<n>_date_time) and a `qa` list.
 
 Works for the public LoCoMo file (category 5 items carry `adversarial_answer` and no `answer`;
-turns may carry image fields, which are ignored) and for `dataset.py`'s output (which adds `type`).
+a turn that shares a photo carries its caption in `blip_caption`, which becomes part of the
+turn's text as "[shares a photo: <caption>]": the photo is evidence like anything said) and for
+`dataset.py`'s output (which adds `type`).
 """
 
 from __future__ import annotations
@@ -100,6 +102,15 @@ def _qa(item: dict[str, Any]) -> QA:
     )
 
 
+def turn_text(turn: dict[str, Any]) -> str:
+    """What was said, with the caption of a shared photo appended."""
+    text = str(turn.get("text", ""))
+    caption = str(turn.get("blip_caption") or "").strip()
+    if caption:
+        text = f"{text} [shares a photo: {caption}]".strip()
+    return text
+
+
 def parse_sample(raw: dict[str, Any], index: int = 0) -> Sample:
     conv = raw["conversation"]
     numbers = sorted(int(m.group(1)) for k in conv if (m := _SESSION.match(k)))
@@ -107,7 +118,7 @@ def parse_sample(raw: dict[str, Any], index: int = 0) -> Sample:
     for n in numbers:
         stamp = str(conv.get(f"session_{n}_date_time", ""))
         turns = tuple(
-            Turn(speaker=str(t["speaker"]), dia_id=str(t["dia_id"]), text=str(t.get("text", "")))
+            Turn(speaker=str(t["speaker"]), dia_id=str(t["dia_id"]), text=turn_text(t))
             for t in conv[f"session_{n}"]
         )
         sessions.append(Session(n, stamp, parse_session_time(stamp), turns))

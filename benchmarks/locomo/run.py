@@ -41,6 +41,9 @@ from .systems import AddOutcome, ChunkMessage, System
 ROOT = Path(__file__).resolve().parents[2]
 SYSTEMS = ("offline_mem", "naive", "mem0")
 DEFAULT_MODEL = "qwen2.5-coder-1.5b-instruct"
+# Real LoCoMo conversations run to 19-32 sessions; the dev-set figures use the first 4 of each
+# (~750 turns over 8 conversations, ~2 hours of extraction at one thread on two cores).
+DEFAULT_MAX_SESSIONS = 4
 PACKAGES = (
     "offline_mem",
     "llama_cpp_python",
@@ -65,12 +68,12 @@ PACKAGES = (
 
 
 def chunks_of(
-    sample: Sample, size: int, max_turns: int | None
+    sample: Sample, size: int, max_turns: int | None, max_sessions: int | None = None
 ) -> list[tuple[Any, list[ChunkMessage]]]:
     """(session, messages) chunks in conversation order; a chunk never crosses a session."""
     out = []
     budget = max_turns if max_turns is not None else 10**9
-    for session in sample.sessions:
+    for session in sample.sessions[:max_sessions]:
         turns = list(session.turns[: max(0, budget)])
         budget -= len(turns)
         for start in range(0, len(turns), size):
@@ -90,13 +93,16 @@ def chunks_of(
     return out
 
 
-def ingested_ids(sample: Sample, max_turns: int | None) -> set[str]:
-    return {m.turn.dia_id for _, chunk in chunks_of(sample, 1, max_turns) for m in chunk}
+def ingested_ids(
+    sample: Sample, max_turns: int | None, max_sessions: int | None = None
+) -> set[str]:
+    chunks = chunks_of(sample, 1, max_turns, max_sessions)
+    return {m.turn.dia_id for _, chunk in chunks for m in chunk}
 
 
 def questions_of(sample: Sample, cfg: dict[str, Any]) -> list[Any]:
     """Questions whose evidence was ingested (all of it), at most --max-questions per sample."""
-    seen = ingested_ids(sample, cfg["max_turns"])
+    seen = ingested_ids(sample, cfg["max_turns"], cfg.get("max_sessions"))
     chosen = [q for q in sample.qa if all(e in seen for e in q.evidence)]
     return chosen[: cfg["max_questions"]] if cfg["max_questions"] else chosen
 
@@ -122,8 +128,23 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def selected(samples: list[Sample], cfg: dict[str, Any]) -> list[Sample]:
+    """The samples --samples names (comma-separated ids) or counts (the first N); all by
+    default."""
+    wanted = cfg.get("samples")
+    if not wanted:
+        return samples
+    if wanted.isdigit():
+        return samples[: int(wanted)]
+    ids = wanted.split(",")
+    missing = sorted(set(ids) - {s.sample_id for s in samples})
+    if missing:
+        raise SystemExit(f"--samples: no sample {missing} in the data")
+    return [s for s in samples if s.sample_id in ids]
+
+
 def retrieve(name: str, data: Path, cfg: dict[str, Any], workdir: Path) -> dict[str, Any]:
-    samples = load_locomo(data)
+    samples = selected(load_locomo(data), cfg)
     load_start = load_average()
     started = time.perf_counter()
     system = build_system(name, workdir, cfg)
@@ -131,8 +152,13 @@ def retrieve(name: str, data: Path, cfg: dict[str, Any], workdir: Path) -> dict[
     setup_s = time.perf_counter() - started
     adds: list[dict[str, Any]] = []
     ingest_start = time.perf_counter()
+    reuse = bool(cfg.get("reuse_ingest")) and system.can_reuse()
     for sample in samples:
-        for n, (session, chunk) in enumerate(chunks_of(sample, cfg["chunk"], cfg["max_turns"])):
+        chunks = chunks_of(sample, cfg["chunk"], cfg["max_turns"], cfg.get("max_sessions"))
+        for n, (session, chunk) in enumerate(chunks):
+            if reuse:  # the file already holds these adds: only learn the turns' dia_ids
+                system.index_chunk(sample.sample_id, chunk)
+                continue
             outcome: AddOutcome = system.add(sample.sample_id, chunk, session.when)
             adds.append(
                 {
@@ -400,6 +426,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--top-k", type=int, default=10)
     p.add_argument("--max-turns", type=int, help="ingest at most this many turns per sample")
     p.add_argument("--max-questions", type=int, help="at most this many questions per sample")
+    p.add_argument(
+        "--max-sessions",
+        type=int,
+        help="ingest only the first N sessions of each sample (default: 4 with --data, else all)",
+    )
+    p.add_argument("--samples", help="sample ids (comma-separated) or a count N (the first N)")
+    p.add_argument(
+        "--reuse-ingest",
+        action="store_true",
+        help="search the memory files a previous run left in --workdir instead of adding again "
+        "(offline_mem; for trying ranking changes on the same memories)",
+    )
     # run order: the peer first, so a failure to start it shows early
     p.add_argument("--systems", default="mem0,offline_mem,naive")
     p.add_argument("--extractor", default=DEFAULT_MODEL, help="offline_mem's and Mem0's LLM")
@@ -426,6 +464,11 @@ def config_of(args: argparse.Namespace) -> dict[str, Any]:
         "top_k": args.top_k,
         "max_turns": args.max_turns,
         "max_questions": args.max_questions,
+        "max_sessions": args.max_sessions
+        if args.max_sessions is not None
+        else (DEFAULT_MAX_SESSIONS if args.data else None),
+        "samples": args.samples,
+        "reuse_ingest": args.reuse_ingest,
         "systems": args.systems.split(","),
         "extractor": args.extractor,
         "answer_model": args.answer_model,
@@ -458,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
             per_type=args.per_type,
         )
         data.write_text(json.dumps(samples_raw, ensure_ascii=False))
-    samples = load_locomo(data)
+    samples = selected(load_locomo(data), cfg)
     retrievals: dict[str, dict[str, Any]] = {}
     for name in cfg["systems"]:
         out = workdir / f"retrieval_{name}.json"
@@ -503,7 +546,9 @@ def main(argv: list[str] | None = None) -> int:
         "dataset": {
             "path": str(data),
             "samples": len(samples),
-            "turns_ingested": sum(len(ingested_ids(s, cfg["max_turns"])) for s in samples),
+            "turns_ingested": sum(
+                len(ingested_ids(s, cfg["max_turns"], cfg.get("max_sessions"))) for s in samples
+            ),
             "questions": sum(len(questions_of(s, cfg)) for s in samples),
         },
         "environment": environment(cfg),
@@ -518,9 +563,35 @@ def main(argv: list[str] | None = None) -> int:
     }
     from .report import write_all
 
+    if args.data is not None:
+        # A real dataset's licence keeps its text out of this repository: the full report (with
+        # questions, answers and retrieved texts) stays in the workdir, the committed one has
+        # scores, ids and timings only.
+        full = workdir / f"locomo_{args.name}_full.json"
+        full.write_text(json.dumps(report, ensure_ascii=False, indent=1))
+        print(f"wrote {full} (with the dataset's text; not for the repository)")
+        report = without_text(report)
     for path in write_all(report, args.out_dir, f"locomo_{args.name}"):
         print(f"wrote {path}")
     return 0
+
+
+TEXT_FIELDS = ("question", "gold", "answer", "retrieved")
+
+
+def without_text(report: dict[str, Any]) -> dict[str, Any]:
+    """The report with every field that quotes the dataset (or a memory made from it) removed;
+    scores, evidence ids, flags and timings stay."""
+    systems = {}
+    for name, result in report["systems"].items():
+        result = dict(result)
+        if "questions" in result:
+            result["questions"] = [
+                {k: v for k, v in row.items() if k not in TEXT_FIELDS}
+                for row in result["questions"]
+            ]
+        systems[name] = result
+    return {**report, "systems": systems, "text_removed": list(TEXT_FIELDS)}
 
 
 if __name__ == "__main__":

@@ -4,10 +4,9 @@ Every system receives the same chunks (the same turns, roles, speaker names and 
 and returns, for each retrieved memory, its text, a date to show the answer model and the dia_ids
 of the turns it came from (provenance, for evidence recall):
 
-    offline_mem  Memory.add(infer=True, timestamp=session date); top-k of the facts
-                 (search(include_sources=True)) and the stored turns (search_messages) fused by
-                 reciprocal rank; each memory's source messages map back to dia_ids by their
-                 exact content
+    offline_mem  Memory.add(infer=True, timestamp=session date); top-k of `Memory.search`
+                 (facts and stored turns in one ranking, as a user gets it); a fact's source
+                 messages and a turn's content map back to dia_ids by their exact content
     naive        every turn stored verbatim ("Speaker: text"), top-k by cosine of the pinned
                  embedder's vectors; no model at write time
     mem0         Mem0 2.2.1 local (see mem0_peer.py); Mem0 keeps no per-memory provenance, so
@@ -100,6 +99,13 @@ class System(ABC):
     def warm_up(self) -> None:  # noqa: B027 - optional hook
         """Load what searches need (embedder, spaCy) before anything is timed."""
 
+    def can_reuse(self) -> bool:
+        """Whether the system's storage already holds a previous run's adds (--reuse-ingest)."""
+        return False
+
+    def index_chunk(self, user_id: str, chunk: list[ChunkMessage]) -> None:  # noqa: B027
+        """Learn a chunk's dia_ids without adding it (with --reuse-ingest)."""
+
     def finish_ingest(self) -> None:  # noqa: B027 - optional hook
         """Release what only writes need (e.g. the extraction model)."""
 
@@ -172,9 +178,7 @@ class OfflineMemSystem(System):
     def add(self, user_id: str, chunk: list[ChunkMessage], when: datetime | None) -> AddOutcome:
         from offline_mem.errors import OfflineMemError
 
-        self.users.add(user_id)
-        for m in chunk:
-            self.by_content[user_id][m.turn.text].add(m.turn.dia_id)
+        self.index_chunk(user_id, chunk)
         messages = [{"role": m.role, "content": m.turn.text, "name": m.name} for m in chunk]
         start_call = len(self.log.calls)
         started = time.perf_counter()
@@ -193,34 +197,33 @@ class OfflineMemSystem(System):
         return summarize_calls(outcome, self.log.since(start_call))
 
     def search(self, user_id: str, query: str, top_k: int) -> list[Hit]:
-        """The top-k of two rankings fused: the stored messages themselves (search_messages)
-        and the extracted facts (hybrid search), by reciprocal rank fusion, so a turn that
-        extraction missed still reaches the answer model. The query is embedded once."""
-        scope = {"user_id": user_id}
-        found = self.memory.search(query, filters=scope, top_k=top_k, include_sources=True)
-        messages = self.memory.search_messages(query, filters=scope, top_k=top_k)
+        """`Memory.search` as a user calls it: facts and stored turns in one ranking. A fact's
+        source messages and a turn's own content map back to dia_ids."""
+        found = self.memory.search(
+            query, filters={"user_id": user_id}, top_k=top_k, include_sources=True
+        )
         index = self.by_content[user_id]
-        facts = []
+        hits = []
         for item in found["results"]:
-            ids: set[str] = set()
-            for source in item.get("sources", []):
-                ids |= index.get(source.get("content", ""), set())
-            facts.append(Hit(item["memory"], _observed_day(item), tuple(sorted(ids))))
-        turns = [
-            Hit(
-                f"{item['name']}: {item['content']}" if item.get("name") else item["content"],
-                _observed_day(item),
-                tuple(sorted(index.get(item["content"], set()))),
-            )
-            for item in messages["results"]
-        ]
-        # Turns first on equal ranks: the source text is the evidence, the fact derived from it
-        # by a 1.5B model can be wrong (measured: "Oskar has been living in Valencia" from
-        # "Kofi has been living in Valencia"), and it is ranked above its own source otherwise.
-        return reciprocal_rank_fusion([turns, facts], top_k)
+            if item["kind"] == "message":
+                ids = set(index.get(item["content"], set()))
+            else:
+                ids = set()
+                for source in item.get("sources", []):
+                    ids |= index.get(source.get("content", ""), set())
+            hits.append(Hit(item["memory"], _observed_day(item), tuple(sorted(ids))))
+        return hits
 
     def warm_up(self) -> None:
         self.memory.search("warm up", filters={"user_id": "warm-up"}, top_k=1)
+
+    def can_reuse(self) -> bool:
+        return self.memory.store.counts()["messages"] > 0
+
+    def index_chunk(self, user_id: str, chunk: list[ChunkMessage]) -> None:
+        self.users.add(user_id)
+        for m in chunk:
+            self.by_content[user_id][m.turn.text].add(m.turn.dia_id)
 
     def memory_count(self) -> int:
         return sum(
@@ -242,33 +245,6 @@ class OfflineMemSystem(System):
 def _observed_day(item: dict[str, Any]) -> str | None:
     observed = item.get("observed_at") or item.get("created_at")
     return observed[:10] if observed else None
-
-
-RRF_K = 60  # the constant of Cormack et al. (2009); it damps the weight of the first ranks
-
-
-def reciprocal_rank_fusion(rankings: list[list[Hit]], top_k: int) -> list[Hit]:
-    """Fuse ranked lists by sum of 1 / (RRF_K + rank); ties keep the earlier list first. The
-    same text in two lists, or twice in one, is one hit (its provenance merged); within one
-    list it counts once, at its best rank (a turn said twice is not twice as relevant)."""
-    scores: dict[str, float] = {}
-    merged: dict[str, Hit] = {}
-    order: dict[str, tuple[int, int]] = {}
-    for list_number, ranking in enumerate(rankings):
-        counted: set[str] = set()
-        for rank, hit in enumerate(ranking, start=1):
-            key = " ".join(hit.text.split()).lower()
-            if key not in counted:  # a text said twice counts once per list, at its best rank
-                counted.add(key)
-                scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank)
-            order.setdefault(key, (rank, list_number))
-            if key in merged:
-                ids = tuple(sorted(set(merged[key].dia_ids) | set(hit.dia_ids)))
-                merged[key] = Hit(merged[key].text, merged[key].date, ids)
-            else:
-                merged[key] = hit
-    best = sorted(scores, key=lambda key: (-scores[key], order[key]))
-    return [merged[key] for key in best[:top_k]]
 
 
 # -- naive ------------------------------------------------------------------------------------

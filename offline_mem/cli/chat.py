@@ -82,7 +82,13 @@ def chat_model(name: str | None, memory: Any) -> ChatModel:
     if isinstance(own, LlamaExtractor) and own.name == name:
         return LlamaChatModel(own, owned=False)
     return LlamaChatModel(
-        LlamaExtractor(name, memory.models_dir, threads=memory.config.threads), owned=True
+        LlamaExtractor(
+            name,
+            memory.models_dir,
+            threads=memory.config.threads,
+            reproducible=memory.config.reproducible,
+        ),
+        owned=True,
     )
 
 

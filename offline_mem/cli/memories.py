@@ -61,6 +61,8 @@ def _line(item: dict[str, Any], *, score: bool = False) -> str:
         parts.append(f"{item['score']:.3f}")
     parts.append(item["id"])
     flags = [] if item.get("state", "active") == "active" else [item["state"]]
+    if item.get("kind") == "message":
+        flags.append("message")
     if item.get("expired"):
         flags.append("expired")
     if flags:
@@ -162,6 +164,9 @@ def add(
 @click.option("--show-expired", is_flag=True, help="Include expired memories.")
 @click.option("--explain", is_flag=True, help="Show each signal's part of the score.")
 @click.option("--sources", is_flag=True, help="Show the messages each memory came from.")
+@click.option(
+    "--facts-only", is_flag=True, help="Only extracted facts, not the stored messages."
+)
 @pass_state
 def search(
     state: CliState,
@@ -176,8 +181,9 @@ def search(
     show_expired: bool,
     explain: bool,
     sources: bool,
+    facts_only: bool,
 ) -> None:
-    """Memories that best match QUERY, best first, with their scores."""
+    """Facts and stored messages that best match QUERY, best first, with their scores."""
     with open_memory(state) as memory:
         result = memory.search(
             query,
@@ -188,6 +194,7 @@ def search(
             show_expired=show_expired,
             explain=explain,
             include_sources=sources,
+            include_messages=not facts_only,
         )
     if state.json:
         echo_json(result)

@@ -1,0 +1,144 @@
+"""`search` ranks extracted facts and the stored turns in one list (offline_mem/evidence.py):
+every item says its kind, message ids work with get() and delete(), and the ranking is pure
+and on the facts' [0, 1] scale. Fake models; the real embedder has its own tests."""
+
+from __future__ import annotations
+
+import pytest
+from invariants import violations
+
+from offline_mem import Memory
+from offline_mem.evidence import MessageSignals, entity_share, rank_evidence
+from offline_mem.ranking import Ranked, Weights
+from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer
+
+DIALOGUE = [
+    {"role": "user", "content": "I adopted a grey kitten called Pixel", "name": "Rui"},
+    {"role": "assistant", "content": "Lovely! My own dog Bolt hates cats though", "name": "Ines"},
+]
+
+
+def open_memory(path, *script) -> Memory:
+    return Memory({"path": str(path)}, embedder=FakeEmbedder(),
+                  extractor=FakeExtractor(*script), entities=FakeEntities())  # fmt: skip
+
+
+@pytest.fixture
+def memory(tmp_path):
+    m = open_memory(tmp_path / "m.db", answer("Rui adopted a grey kitten called Pixel."))
+    m.add(DIALOGUE, user_id="rui", timestamp="2024-05-02T10:00:00")
+    yield m
+    m.close()
+
+
+def test_search_returns_facts_and_turns_in_one_ranking(memory):
+    found = memory.search(
+        "kitten Pixel", filters={"user_id": "rui"}, top_k=10, threshold=None
+    )["results"]
+    kinds = [item["kind"] for item in found]
+    assert kinds.count("fact") == 1 and kinds.count("message") == 2
+    scores = [item["score"] for item in found]
+    assert scores == sorted(scores, reverse=True) and all(0 <= s <= 1 for s in scores)
+    fact = next(item for item in found if item["kind"] == "fact")
+    turn = next(item for item in found if item["kind"] == "message" and item["name"] == "Rui")
+    assert fact["memory"] == "Rui adopted a grey kitten called Pixel."
+    assert turn["memory"] == "Rui: I adopted a grey kitten called Pixel"
+    assert turn["content"] == DIALOGUE[0]["content"] and turn["role"] == "user"
+    assert turn["observed_at"].startswith("2024-05-02")
+    assert turn["memory_ids"] == [fact["id"]]
+    # the turn a ranked fact came from scores at least the fact's score, right after it
+    assert turn["score"] >= fact["score"] - 1e-9
+    assert found.index(turn) == found.index(fact) + 1
+
+
+def test_a_turn_scores_on_its_own_text_when_that_is_higher(memory):
+    found = memory.search("dog Bolt hates cats", filters={"user_id": "rui"}, explain=True)
+    first = found["results"][0]
+    assert first["kind"] == "message" and first["name"] == "Ines"
+    assert first["memory_ids"] == []  # no fact came from it: found through its own text
+    details = first["score_details"]
+    assert details["keyword_score"] == 0 and "via_memory_id" not in details
+    assert details["final_score"] == pytest.approx(
+        details["semantic_weight"] * details["semantic_score"]
+        + details["entity_weight"] * details["entity_score"]
+    )
+
+
+def test_facts_only_on_request_or_with_filters_messages_cannot_answer(memory):
+    only = memory.search("kitten", filters={"user_id": "rui"}, include_messages=False)
+    assert [item["kind"] for item in only["results"]] == ["fact"]
+    # messages have no metadata or role fields: a filter on them leaves messages out
+    by_role = memory.search("kitten", filters={"user_id": "rui", "role": "user"})
+    assert {item["kind"] for item in by_role["results"]} <= {"fact"}
+
+
+def test_a_raw_memory_is_not_listed_twice(tmp_path):
+    m = open_memory(tmp_path / "m.db")
+    m.add("I keep bees on the roof", user_id="u1", infer=False)
+    found = m.search("bees on the roof", filters={"user_id": "u1"})["results"]
+    assert [item["kind"] for item in found] == ["fact"]
+
+
+def test_get_and_delete_a_message_by_its_id(memory):
+    found = memory.search("dog Bolt", filters={"user_id": "rui"})["results"]
+    turn = next(item for item in found if item["kind"] == "message" and item["name"] == "Ines")
+    got = memory.get(turn["id"])
+    assert got["kind"] == "message" and got["memory"] == turn["memory"]
+    assert got["user_id"] == "rui" and turn["user_id"] == "rui"
+    assert memory.get(turn["id"], user_id="someone_else") is None
+    kittens = memory.search("kitten Pixel", filters={"user_id": "rui"})["results"]
+    kitten = next(item for item in kittens if item["kind"] == "message")
+    fact_id = kitten["memory_ids"][0]
+
+    deleted = memory.delete(kitten["id"])
+    assert deleted == {"id": kitten["id"], "kind": "message", "memory": kitten["memory"],
+                       "event": "DELETE"}  # fmt: skip
+    assert memory.get(kitten["id"]) is None
+    assert memory.get(fact_id)["memory"] == "Rui adopted a grey kitten called Pixel."
+    assert memory.store.counts()["messages"] == 1
+    assert memory.store.counts()["message_vectors"] == 1
+    assert memory.search_messages("kitten", filters={"user_id": "rui"})["results"][0]["id"] != (
+        kitten["id"]
+    )
+    assert violations(memory.store.db) == []
+    with pytest.raises(KeyError):
+        memory.delete(kitten["id"])
+
+
+def ranked(rowid: int, score: float) -> Ranked:
+    return Ranked(rowid, score, semantic=score, keyword=0.0, entity=0.0, bm25=0.0)
+
+
+def test_rank_evidence_is_one_scale_for_both_kinds():
+    weights = Weights()
+    facts = [ranked(1, 0.50), ranked(2, 0.20)]
+    messages = [
+        MessageSignals(10, 0.9, "Ana: the bakery on Rua Nova"),  # 0.6 * 0.9 = 0.54 own
+        MessageSignals(11, 0.1, "Ana: I met Rui there"),  # 0.06 own, 0.50 through fact 1
+        MessageSignals(12, 0.05, "Rui: hello"),  # 0.03: under the threshold
+    ]
+    out = rank_evidence(
+        facts, messages, {1: [11]}, known_entities=[], weights=weights, threshold=0.1, top_k=10
+    )
+    assert [(e.kind, e.key) for e in out] == [
+        ("message", 10), ("fact", 1), ("message", 11), ("fact", 2)
+    ]
+    # the facts keep the order the memory search gave them (a resolved reference leads)
+    led = rank_evidence([ranked(3, 0.05), *facts], messages[:1], {}, known_entities=[],
+                        weights=weights, threshold=0.1, top_k=10)  # fmt: skip
+    assert [(e.kind, e.key) for e in led] == [
+        ("message", 10), ("fact", 3), ("fact", 1), ("fact", 2)
+    ]
+    assert out[0].score == pytest.approx(0.54) and out[2].via_fact == 1
+    plain = rank_evidence(facts, messages, {1: [11]}, known_entities=[], weights=weights,
+                          threshold=0.1, top_k=10, through_facts=False)  # fmt: skip
+    assert ("message", 11) not in [(e.kind, e.key) for e in plain]
+    assert len(rank_evidence(facts, messages, {}, known_entities=[], weights=weights,
+                             threshold=None, top_k=2)) == 2  # fmt: skip
+
+
+def test_entity_share_counts_whole_words_of_known_entities():
+    assert entity_share("Rui: I met Ana at the bakery", ["ana", "rui"]) == 1.0
+    assert entity_share("Banana bread", ["ana"]) == 0.0
+    assert entity_share("We saw New York!", ["new york", "lisbon"]) == 0.5
+    assert entity_share("anything", []) == 0.0
