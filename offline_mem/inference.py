@@ -112,7 +112,10 @@ def plan_facts(
     store: Store, models: Models, request: AddRequest
 ) -> tuple[AddPlan, list[dict[str, Any]], ExtractionOutput | None]:
     """The plan and Mem0-shaped results of an infer=True add, and the model call's figures."""
-    shown = [i for i, m in enumerate(request.messages) if m.role != "system" and m.content.strip()]
+    shown = [
+        i for i, m in enumerate(request.messages)
+        if m.role != "system" and m.extract and m.content.strip()
+    ]  # fmt: skip
     plan = AddPlan(
         scope=request.scope, messages=list(request.messages), memories=[],
         embedder_sha256=models.embedder.identity.sha256,
