@@ -3,6 +3,7 @@
 Importing the package does no I/O and reads no environment; models load on first use.
 """
 
+from .async_memory import AsyncMemory
 from .config import MemoryConfig
 from .embedder import Embedder, EmbedderIdentity
 from .errors import (
@@ -23,6 +24,7 @@ from .errors import (
 from .memory import Memory
 
 __all__ = [
+    "AsyncMemory",
     "ConfigError",
     "CorruptFileError",
     "Embedder",

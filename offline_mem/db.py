@@ -7,8 +7,10 @@ Every statement goes through `Database.execute`, so a tracer sees (and tests can
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import ModuleType
@@ -69,48 +71,116 @@ def _refuse_foreign(conn: Any, path: str) -> None:
 
 
 class Database:
-    """A connection in autocommit mode; transactions are explicit through `atomic()`."""
+    """Connections in autocommit mode; transactions are explicit through `atomic()`.
+
+    Thread safety by design: each thread gets its own connection to the file, with its own
+    transaction state, so one thread's read snapshot never swallows another thread's write
+    (with one shared connection, a write started while another thread's read was open became a
+    savepoint inside it and was committed halfway by the read's COMMIT). Writes of one process
+    take `_write_lock` as well, so they queue in Python instead of polling SQLite's busy lock.
+    An in-memory database (":memory:") exists only inside its one connection: there every
+    statement and every transaction holds `_serial`, so threads take turns on it.
+    """
 
     def __init__(self, path: str, *, busy_timeout_ms: int = 30_000) -> None:
         self.path = path
         self.driver = sqlite_driver()
         self.tracer: Tracer | None = None
-        self._depth = 0
-        self._writing = False  # inside atomic(), as opposed to a read snapshot
+        self.busy_timeout_ms = busy_timeout_ms
+        self._local = threading.local()
+        self._connections: dict[int, Any] = {}  # thread ident -> its connection
+        self._connections_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._memory = path == ":memory:"
+        self._serial: Any = threading.RLock() if self._memory else contextlib.nullcontext()
+        self._closed = False
         _refuse_stub(path)
+        self._first = self._connect(first=True)
+
+    def _connect(self, *, first: bool) -> Any:
+        """A new connection with sqlite-vec loaded and the pragmas set; the first one also
+        checks the file and switches it to WAL."""
+        path = self.path
         try:
             # isolation_level=None: we issue BEGIN/COMMIT ourselves, never the driver.
-            self.conn = self.driver.connect(
-                path, isolation_level=None, timeout=busy_timeout_ms / 1000, check_same_thread=False
+            conn = self.driver.connect(
+                path,
+                isolation_level=None,
+                timeout=self.busy_timeout_ms / 1000,
+                check_same_thread=False,
             )
         except self.driver.Error as exc:
             raise StoreError(f"cannot open memory file {path!r}: {exc}") from exc
         try:
-            self.conn.enable_load_extension(True)
-            sqlite_vec.load(self.conn)
-            self.conn.enable_load_extension(False)
-            self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            # Before anything writes (journal_mode writes the header): refuse another
-            # application's database rather than adding our tables to it.
-            _refuse_foreign(self.conn, path)
-            if path != ":memory:":
-                self.conn.execute("PRAGMA journal_mode = WAL")
-            self.conn.execute(
-                "PRAGMA synchronous = NORMAL" if path == ":memory:" else "PRAGMA synchronous = FULL"
+            conn.enable_load_extension(True)
+            sqlite_vec.load(conn)
+            conn.enable_load_extension(False)
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+            if first:
+                # Before anything writes (journal_mode writes the header): refuse another
+                # application's database rather than adding our tables to it.
+                _refuse_foreign(conn, path)
+                if not self._memory:
+                    conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(
+                "PRAGMA synchronous = NORMAL" if self._memory else "PRAGMA synchronous = FULL"
             )
-            self.conn.execute("PRAGMA foreign_keys = ON")
-            self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except CorruptFileError:
-            self.conn.close()
+            conn.close()
             raise
         except self.driver.DatabaseError as exc:
-            self.conn.close()
+            conn.close()
             if _is_corruption(exc):
                 raise CorruptFileError(
                     f"{path!r} is not a readable memory file ({exc}); restore it from a backup "
                     "or point `path` at another file"
                 ) from exc
             raise StoreError(f"cannot open memory file {path!r}: {exc}") from exc
+        with self._connections_lock:
+            self._connections[threading.get_ident()] = conn
+        self._local.conn = conn
+        return conn
+
+    @property
+    def conn(self) -> Any:
+        """This thread's connection (the only one for ":memory:"), opened on first use."""
+        if self._memory:
+            return self._first
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            if self._closed:
+                raise StoreError(f"memory file {self.path!r} is closed")
+            self._close_dead_threads()
+            conn = self._connect(first=False)
+        return conn
+
+    def _close_dead_threads(self) -> None:
+        """Close the connections of threads that have ended (a thread pool's churn)."""
+        alive = {thread.ident for thread in threading.enumerate()}
+        with self._connections_lock:
+            dead = [ident for ident in self._connections if ident not in alive]
+            closing = [self._connections.pop(ident) for ident in dead]
+        for conn in closing:
+            if conn is not self._first:
+                conn.close()
+
+    @property
+    def _depth(self) -> int:
+        return getattr(self._local, "depth", 0)
+
+    @_depth.setter
+    def _depth(self, value: int) -> None:
+        self._local.depth = value
+
+    @property
+    def _writing(self) -> bool:
+        return getattr(self._local, "writing", False)
+
+    @_writing.setter
+    def _writing(self, value: bool) -> None:
+        self._local.writing = value
 
     # -- statements -------------------------------------------------------------------------
 
@@ -131,67 +201,78 @@ class Database:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         if self.tracer is not None:
             self.tracer(sql, params)
-        with self._translated():
+        with self._serial, self._translated():
             return self.conn.execute(sql, params)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> Any:
         if self.tracer is not None:
             self.tracer(sql, rows)
-        with self._translated():
+        with self._serial, self._translated():
             return self.conn.executemany(sql, rows)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        cursor = self.execute(sql, params)
-        with self._translated():  # rows are read (and can fail) after execute returns
-            return list(cursor.fetchall())
+        with self._serial:  # the rows are read (and can fail) after execute returns
+            cursor = self.execute(sql, params)
+            with self._translated():
+                return list(cursor.fetchall())
 
     def query_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        cursor = self.execute(sql, params)
-        with self._translated():
-            return cursor.fetchone()
+        with self._serial:
+            cursor = self.execute(sql, params)
+            with self._translated():
+                return cursor.fetchone()
 
     def _raw(self, sql: str) -> None:
         """A transaction-control statement that no tracer may fail."""
-        with self._translated():
+        with self._serial, self._translated():
             self.conn.execute(sql)
 
     # -- transactions -----------------------------------------------------------------------
 
     @contextmanager
     def atomic(self) -> Iterator[None]:
-        """One transaction (SAVEPOINT when nested); rolled back and re-raised on any error.
+        """One transaction of this thread (SAVEPOINT when nested in its write); rolled back and
+        re-raised on any error.
 
-        BEGIN IMMEDIATE takes the write lock up front, so concurrent writers wait on the busy
-        timeout instead of failing with SQLITE_BUSY when a read transaction tries to upgrade.
+        BEGIN IMMEDIATE takes SQLite's write lock up front, so concurrent writers wait on the
+        busy timeout instead of failing with SQLITE_BUSY when a read transaction tries to
+        upgrade; the threads of this process queue on `_write_lock` first.
         """
+        if getattr(self._local, "reading", False):
+            raise StoreError("a write cannot start inside this thread's read snapshot")
         if self._depth:
-            name = f"sp{self._depth}"
-            self.execute(f"SAVEPOINT {name}")
-            self._depth += 1
+            with self._savepoint():
+                yield
+            return
+        with self._serial, self._write_lock:
+            self.execute("BEGIN IMMEDIATE")
+            self._depth = 1
+            self._writing = True
             try:
                 yield
+                self.execute("COMMIT")
             except BaseException:
-                self._depth -= 1
-                self._raw(f"ROLLBACK TO {name}")
-                self._raw(f"RELEASE {name}")
+                if self.conn.in_transaction:
+                    self._raw("ROLLBACK")  # never traced: a rollback must not be failable
                 raise
-            self._depth -= 1
-            self.execute(f"RELEASE {name}")
-            return
-        self.execute("BEGIN IMMEDIATE")
-        self._depth = 1
-        self._writing = True
+            finally:
+                self._depth = 0
+                self._writing = False
+
+    @contextmanager
+    def _savepoint(self) -> Iterator[None]:
+        name = f"sp{self._depth}"
+        self.execute(f"SAVEPOINT {name}")
+        self._depth += 1
         try:
             yield
-            self.execute("COMMIT")
         except BaseException:
-            self._depth = 0
-            self._writing = False
-            if self.conn.in_transaction:
-                self._raw("ROLLBACK")  # never traced: a rollback must not be failable
+            self._depth -= 1
+            self._raw(f"ROLLBACK TO {name}")
+            self._raw(f"RELEASE {name}")
             raise
-        self._depth = 0
-        self._writing = False
+        self._depth -= 1
+        self.execute(f"RELEASE {name}")
 
     @property
     def in_write(self) -> bool:
@@ -200,17 +281,28 @@ class Database:
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
-        """A read transaction: several SELECTs see one consistent state of the file."""
+        """A read transaction of this thread: several SELECTs see one consistent state of the
+        file (inside this thread's write, the write's own state)."""
         if self._depth:
             yield
             return
-        self._raw("BEGIN")
-        self._depth = 1
-        try:
-            yield
-        finally:
-            self._depth = 0
-            self._raw("COMMIT")
+        with self._serial:
+            self._raw("BEGIN")
+            self._depth = 1
+            self._local.reading = True
+            try:
+                yield
+            finally:
+                self._depth = 0
+                self._local.reading = False
+                self._raw("COMMIT")
 
     def close(self) -> None:
-        self.conn.close()
+        """Close every thread's connection; the Database is unusable afterwards."""
+        self._closed = True
+        with self._connections_lock:
+            closing = list(self._connections.values())
+            self._connections.clear()
+        for conn in closing:
+            conn.close()
+        self._local = threading.local()

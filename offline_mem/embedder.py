@@ -80,6 +80,9 @@ class SentenceTransformerEmbedder(Embedder):
         self._model: Any = None
         self._direct: Any = None  # DirectBertEncoder for single texts, when the layout allows
         self._lock = threading.Lock()
+        # One call at a time: the fast tokenizer changes its padding settings per call and
+        # raises "Already borrowed" when two threads use it at once.
+        self._call_lock = threading.RLock()
 
     def _load(self) -> Any:
         with self._lock:
@@ -114,13 +117,14 @@ class SentenceTransformerEmbedder(Embedder):
         if not texts:
             return np.zeros((0, self.identity.dimension), dtype=np.float32)
         model = self._load()
-        vectors = model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            convert_to_numpy=True,
-            normalize_embeddings=True,
-            show_progress_bar=False,
-        )
+        with self._call_lock:
+            vectors = model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
         return normalize_rows(vectors)
 
     def embed(self, text: str) -> np.ndarray:
@@ -130,7 +134,8 @@ class SentenceTransformerEmbedder(Embedder):
         direct = self._direct
         if direct is None:
             return self.embed_batch([text])[0]
-        return direct.encode_one(text)
+        with self._call_lock:
+            return direct.encode_one(text)
 
     def close(self) -> None:
         self._model = None

@@ -38,7 +38,10 @@ MESSAGE_FIELDS: dict[str, tuple[type, ...]] = {
     "content": _STR,
     "created_at": _STR,
     "observed_at": _OPT,
+    "metadata": _OPT,  # JSON text; absent in files written before schema 5
 }
+# Fields a line may lack (files written by an older offline_mem): read as None.
+OPTIONAL_FIELDS: dict[str, frozenset[str]] = {"message": frozenset({"metadata"})}
 ENTITY_FIELDS: dict[str, tuple[type, ...]] = {
     "scope": _STR,
     "name": _STR,

@@ -13,6 +13,7 @@ from .export_format import (
     FORMAT_VERSION,
     INT_TYPE,
     KINDS,
+    OPTIONAL_FIELDS,
     ORDER,
     ExportData,
     ImportRefusedError,
@@ -84,6 +85,8 @@ def _check_row(number: int, row: Any, last_kind: int) -> tuple[str, int]:
         raise _refuse(where, f"a {kind} line after the {ORDER[last_kind]} lines")
     fields = KINDS[kind]
     allowed = {"type", *fields} | ({"vector"} if kind == "memory" else set())
+    for key in OPTIONAL_FIELDS.get(kind, ()):
+        row.setdefault(key, None)
     missing, unknown = set(fields) - set(row), set(row) - allowed
     if missing or unknown:
         raise _refuse(

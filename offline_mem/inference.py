@@ -45,6 +45,7 @@ from .relative_dates import resolve_relative_dates
 from .speakers import with_speakers
 from .store import Store, keyword_text
 from .supersession import check_supersessions
+from .turn_copies import drop_turn_copies
 from .validation import Scope
 
 
@@ -112,7 +113,10 @@ def plan_facts(
     store: Store, models: Models, request: AddRequest
 ) -> tuple[AddPlan, list[dict[str, Any]], ExtractionOutput | None]:
     """The plan and Mem0-shaped results of an infer=True add, and the model call's figures."""
-    shown = [i for i, m in enumerate(request.messages) if m.role != "system" and m.content.strip()]
+    shown = [
+        i for i, m in enumerate(request.messages)
+        if m.role != "system" and m.extract and m.content.strip()
+    ]  # fmt: skip
     plan = AddPlan(
         scope=request.scope, messages=list(request.messages), memories=[],
         embedder_sha256=models.embedder.identity.sha256,
@@ -147,6 +151,7 @@ def plan_facts(
         facts, messages, lambda texts: _names_in(models.entities, texts)
     )
     facts, name_only = drop_name_only_facts(facts, messages)
+    facts, turn_copies = drop_turn_copies(facts, messages)
     facts = [_with_absolute_dates(f, request) for f in name_the_user(facts, messages)]
     if not facts:
         return plan, [], output
@@ -159,7 +164,7 @@ def plan_facts(
         expiration_date=request.expiration_date,
     )  # fmt: skip
     admission = admit(facts, vectors[: len(facts)], context)
-    admission.dropped.extend(misattributed + copied + invented + swapped + name_only)
+    admission.dropped.extend(misattributed + copied + invented + swapped + name_only + turn_copies)
     check_supersessions(
         models.extractor, admission, old, vectors[len(facts) :],
         now_day=day(request.now), instructions=request.instructions,

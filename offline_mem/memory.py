@@ -31,6 +31,7 @@ from .timeutil import iso, parse_datetime, parse_expiration, utc_now
 from .validation import (
     Message,
     Scope,
+    Skipped,
     check_memory_id,
     check_metadata,
     check_text,
@@ -45,6 +46,13 @@ _UNSET: Any = Ellipsis
 def content_hash(text: str) -> str:
     """Mem0 uses MD5 of the text; so do we, for compatible `hash` values."""
     return hashlib.md5(text.encode("utf-8")).hexdigest()
+
+
+def _reported(result: dict[str, Any], skipped: Sequence[Skipped]) -> dict[str, Any]:
+    """An add's result, with the messages that could not be used and why (when any)."""
+    if skipped:
+        result["skipped"] = [s.to_dict() for s in skipped]
+    return result
 
 
 class Memory(MemoryReads):
@@ -131,7 +139,8 @@ class Memory(MemoryReads):
         """Analyse and embed what the plan lacks, then write it in one transaction."""
         self._prepare(plan.memories)
         plan.messages = self._embed_messages(plan.messages, plan.memories)
-        self.store.apply_add(plan)
+        with self._lock:
+            self.store.apply_add(plan)
 
     def _embed_messages(
         self, messages: Sequence[NewMessage], memories: Sequence[NewMemory]
@@ -194,7 +203,7 @@ class Memory(MemoryReads):
         """Store memories from messages. `infer=False` keeps one memory per non-system message."""
         reject_unknown_kwargs("add", unknown)
         scope = make_scope(user_id, agent_id, run_id)
-        parsed = normalize_messages(messages)
+        parsed, skipped = normalize_messages(messages)
         clean_metadata = check_metadata(metadata)
         expiry = None if expiration_date is None else parse_expiration(expiration_date)
         call_time = None if timestamp is None else parse_datetime(timestamp, what="timestamp")
@@ -210,7 +219,9 @@ class Memory(MemoryReads):
         if memory_type == "procedural_memory" and scope.agent_id is None:
             raise ValidationError("memory_type='procedural_memory' needs an agent_id")
         if not infer and memory_type is None:
-            return self._add_raw(scope, parsed, new_messages, clean_metadata, expiry)
+            return _reported(
+                self._add_raw(scope, parsed, new_messages, clean_metadata, expiry), skipped
+            )
         request = inference.AddRequest(
             scope=scope, messages=new_messages, metadata=clean_metadata, expiration_date=expiry,
             instructions=prompt if prompt is not None else self.config.custom_instructions,
@@ -218,10 +229,11 @@ class Memory(MemoryReads):
         )  # fmt: skip
         models = inference.Models(self.embedder, self.extractor, self.entities)
         plan_for = inference.plan_procedural if memory_type else inference.plan_facts
-        with self._lock:  # the model runs first; nothing is written if it fails
-            plan, results, _ = plan_for(self.store, models, request)
-            self._apply(plan)
-        return {"results": results}
+        # The model runs first, outside any lock, so other threads' reads and writes go on
+        # meanwhile; nothing is written if it fails. Only the write queues (`_apply`).
+        plan, results, _ = plan_for(self.store, models, request)
+        self._apply(plan)
+        return _reported({"results": results}, skipped)
 
     @staticmethod
     def _new_message(message: Message, call_time: datetime | None) -> NewMessage:
@@ -234,6 +246,8 @@ class Memory(MemoryReads):
             content=message.content,
             name=message.name,
             observed_at=None if observed is None else iso(observed),
+            metadata=message.metadata,
+            extract=message.extract,
         )
 
     def _add_raw(
@@ -244,7 +258,11 @@ class Memory(MemoryReads):
         metadata: dict[str, Any],
         expiry: str | None,
     ) -> dict[str, Any]:
-        chosen = [i for i, m in enumerate(parsed) if m.role != "system" and m.content.strip()]
+        chosen = [
+            i
+            for i, m in enumerate(parsed)
+            if m.role != "system" and m.extract and m.content.strip()
+        ]
         texts = [parsed[i].content for i in chosen]
         hashes = [content_hash(t) for t in texts]
         vectors = self.embedder.embed_batch(texts)
@@ -281,6 +299,7 @@ class Memory(MemoryReads):
         memory_id: str,
         text: str | None = None,
         *,
+        data: str | None = None,
         metadata: dict[str, Any] | None = None,
         expiration_date: Any = _UNSET,
         user_id: str | None = None,
@@ -288,8 +307,13 @@ class Memory(MemoryReads):
         run_id: str | None = None,
         **unknown: Any,
     ) -> dict[str, Any]:
-        """Change a memory's text (re-embedded), merge its metadata, or set/clear its expiry."""
+        """Change a memory's text (re-embedded), merge its metadata, or set/clear its expiry.
+        `data=` is Mem0's name for the text."""
         reject_unknown_kwargs("update", unknown)
+        if data is not None:
+            if text is not None:
+                raise ValidationError("update() takes the new text as text= or data=, not both")
+            text = data
         record = self._require(memory_id, user_id, agent_id, run_id)
         if text is not None:
             check_text(text, "text")

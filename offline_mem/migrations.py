@@ -225,6 +225,12 @@ def _m004_message_vectors_with_names(db: Database, ctx: MigrationContext) -> Non
     )
 
 
+def _m005_message_metadata(db: Database, ctx: MigrationContext) -> None:
+    # What a message carried besides its text (image references, tool calls), as JSON; NULL
+    # when nothing (validation.normalize_messages).
+    db.execute("ALTER TABLE messages ADD COLUMN metadata TEXT")
+
+
 Migration = Callable[[Database, MigrationContext], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -232,6 +238,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("002_message_vectors", _m002_message_vectors),
     ("003_vector_changes", _m003_vector_changes),
     ("004_message_vectors_with_names", _m004_message_vectors_with_names),
+    ("005_message_metadata", _m005_message_metadata),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

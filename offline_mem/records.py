@@ -128,8 +128,9 @@ class MessageRecord:
     content: str
     created_at: str
     observed_at: str | None
+    metadata: str | None = None  # JSON: what the message carried besides text (images, tools)
 
-    COLUMNS = "seq, id, role, name, content, created_at, observed_at"
+    COLUMNS = "seq, id, role, name, content, created_at, observed_at, metadata"
 
     def to_dict(self) -> dict[str, Any]:
         item = {"id": self.id, "role": self.role, "content": self.content,
@@ -138,6 +139,8 @@ class MessageRecord:
             item["name"] = self.name
         if self.observed_at is not None:
             item["observed_at"] = self.observed_at
+        if self.metadata is not None:
+            item["metadata"] = json.loads(self.metadata)
         return item
 
 
@@ -152,6 +155,8 @@ class NewMessage:
     name: str | None
     observed_at: str | None
     vector: np.ndarray | None = None  # filled before the write for indexed (non-system) messages
+    metadata: dict[str, Any] | None = None  # image references, tool calls (validation.py)
+    extract: bool = True  # shown to the extractor (tool results and tool calls are not)
 
 
 @dataclass(frozen=True)

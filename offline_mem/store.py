@@ -136,12 +136,16 @@ class Store(SearchSignals, MessageIndex):
                 moment = datetime.fromisoformat(last) + timedelta(microseconds=1)
             stamp = iso(moment)
             last = stamp
+            metadata = (
+                None if not message.metadata
+                else json.dumps(message.metadata, ensure_ascii=False, sort_keys=True)
+            )
             cursor = self.db.execute(
                 "INSERT INTO messages (id, scope, user_id, agent_id, run_id, role, name, content,"
-                " created_at, observed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " created_at, observed_at, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (message.id, plan.scope.key, plan.scope.user_id, plan.scope.agent_id,
                  plan.scope.run_id, message.role, message.name, message.content, stamp,
-                 message.observed_at),
+                 message.observed_at, metadata),
             )  # fmt: skip
             seqs.append(cursor.lastrowid)
             if message.vector is not None:

@@ -91,13 +91,15 @@ class MessageIndex:
         )
         if row is None:
             return None
-        record = MessageRecord(*row[:7])
+        width = len(MessageRecord.COLUMNS.split(","))
+        record = MessageRecord(*row[:width])
         cited = self.db.query(
             "SELECT m.id FROM provenance p JOIN memories m ON m.rowid = p.memory_rowid "
             "WHERE p.message_seq = ? ORDER BY m.rowid",
             (record.seq,),
         )
-        return StoredMessage(record, row[7], row[8], row[9], tuple(r[0] for r in cited))
+        user_id, agent_id, run_id = row[width:]
+        return StoredMessage(record, user_id, agent_id, run_id, tuple(r[0] for r in cited))
 
     def delete_message(self, message_id: str) -> StoredMessage | None:
         """Remove a message, its vector and its provenance links in one transaction; the memories
@@ -227,8 +229,9 @@ class MessageIndex:
             f"WHERE seq IN ({marks})",
             seqs,
         )
-        records = {int(row[0]): MessageRecord(*row[:7]) for row in rows}
-        scopes = {int(row[0]): (row[7], row[8], row[9]) for row in rows}
+        width = len(MessageRecord.COLUMNS.split(","))
+        records = {int(row[0]): MessageRecord(*row[:width]) for row in rows}
+        scopes = {int(row[0]): tuple(row[width:]) for row in rows}
         cited: dict[int, list[str]] = {}
         verbatim: set[int] = set()
         for seq, memory_id, text in self.db.query(

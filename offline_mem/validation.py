@@ -110,10 +110,26 @@ class Message:
     content: str
     name: str | None = None
     timestamp: object = None  # raw; parsed by the caller against the call's timestamp
+    metadata: dict[str, Any] | None = None  # image references, tool calls (message_parts.py)
+    extract: bool = True  # shown to the extractor: not a tool result nor a tool call
 
 
-def normalize_messages(messages: object) -> list[Message]:
-    """A str is one user message, a dict a one-item list; each item needs role and content."""
+@dataclass(frozen=True)
+class Skipped:
+    """A message that could not be used, reported in the add's result instead of failing it."""
+
+    index: int
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "reason": self.reason}
+
+
+def normalize_messages(messages: object) -> tuple[list[Message], list[Skipped]]:
+    """The usable messages and those skipped, with the reason. A str is one user message, a
+    dict a one-item list; each item needs a role and a content: a string, None or a list of
+    parts (message_parts.py). A message that cannot be used is skipped, unless none can: then
+    the whole call is refused (ValidationError)."""
     if isinstance(messages, str):
         items: list[Any] = [{"role": "user", "content": messages}]
     elif isinstance(messages, dict):
@@ -127,22 +143,38 @@ def normalize_messages(messages: object) -> list[Message]:
         )
     if not items:
         raise ValidationError("messages must not be empty")
-    result = []
+    result: list[Message] = []
+    skipped: list[Skipped] = []
     for index, item in enumerate(items):
-        where = f"messages[{index}]"
-        if not isinstance(item, dict):
-            raise ValidationError(f"{where} must be a dict with 'role' and 'content'")
-        role = item.get("role")
-        if role not in MESSAGE_ROLES:
-            raise ValidationError(f"{where}['role'] must be one of {MESSAGE_ROLES}, got {role!r}")
-        content = check_text(item.get("content"), f"{where}['content']", allow_empty=True)
-        name = item.get("name")
-        if name is not None:
-            name = check_id(name, f"{where}['name']")
-        result.append(
-            Message(role=role, content=content, name=name, timestamp=item.get("timestamp"))
-        )
-    return result
+        try:
+            result.append(_message(item, f"messages[{index}]"))
+        except ValidationError as exc:
+            skipped.append(Skipped(index, str(exc)))
+    if not result:
+        reasons = "; ".join(s.reason for s in skipped[:3])
+        raise ValidationError(f"no usable message: {reasons}")
+    return result, skipped
+
+
+def _message(item: object, where: str) -> Message:
+    from .message_parts import read_content, tool_metadata
+
+    if not isinstance(item, dict):
+        raise ValidationError(f"{where} must be a dict with 'role' and 'content'")
+    role = item.get("role")
+    if role not in MESSAGE_ROLES:
+        raise ValidationError(f"{where}['role'] must be one of {MESSAGE_ROLES}, got {role!r}")
+    if "content" not in item:
+        raise ValidationError(f"{where} has no 'content'")
+    content, metadata = read_content(item["content"], where)
+    content = check_text(content, f"{where}['content']", allow_empty=True)
+    metadata |= tool_metadata(item, where)
+    name = item.get("name")
+    if name is not None:
+        name = check_id(name, f"{where}['name']")
+    extract = role != "tool" and "tool_calls" not in metadata
+    return Message(role=role, content=content, name=name, timestamp=item.get("timestamp"),
+                   metadata=metadata or None, extract=extract)  # fmt: skip
 
 
 def check_metadata(metadata: object) -> dict[str, Any]:
@@ -206,4 +238,16 @@ def reject_unknown_kwargs(method: str, unknown: dict[str, Any]) -> None:
         raise ValidationError(
             f"{method}() takes {scoped} inside filters=, e.g. filters={{'user_id': 'alice'}}"
         )
+    for name, alternative in UNSUPPORTED_MEM0_ARGUMENTS.items():
+        if name in unknown:
+            raise ValidationError(f"{method}() does not support Mem0's {name}=: {alternative}")
     raise ValidationError(f"{method}() got unknown keyword argument(s) {sorted(unknown)}")
+
+
+# Mem0 keyword arguments this library does not take, and what to use instead.
+UNSUPPORTED_MEM0_ARGUMENTS = {
+    "rerank": "no reranker model is pinned; the score already combines similarity, keywords "
+    "and entities on a fixed scale (use threshold= and top_k=)",
+    "reference_date": "relative dates are resolved when messages are added, against their "
+    "timestamp (add(..., timestamp=...))",
+}

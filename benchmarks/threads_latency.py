@@ -1,0 +1,101 @@
+"""How long a `search` takes from another thread while an `add(infer=True)` is extracting, against
+the same search on an idle `Memory` (real pinned models, one memory file).
+
+    .venv/bin/python -m benchmarks.threads_latency [--searches 40] [--threads 2]
+
+The file gets 200 raw memories and a few real turns first; then `--searches` searches run idle,
+then the same searches run while a second thread adds two-turn chunks with extraction (the 1.5B
+model) in a loop. Writes benchmarks/results/threads_latency.json and prints p50/p95 of both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+QUERIES = ["what does she do for work", "which city did he move to", "what pets do they have",
+           "when is the concert", "what did the doctor say", "where did they travel last year",
+           "what instrument is she learning", "who is the new neighbour"]  # fmt: skip
+TURNS = [
+    ("user", "I started learning the cello in March, lessons every Tuesday."),
+    ("assistant", "That sounds lovely. How is it going?"),
+    ("user", "My sister Ines moved to Ghent for a job at the university."),
+    ("assistant", "Ghent is beautiful. Will you visit her?"),
+    ("user", "We adopted a second dog, a greyhound called Pixel."),
+    ("assistant", "Congratulations on the new dog!"),
+]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def timed_searches(memory: Any, count: int) -> list[float]:
+    out = []
+    for i in range(count):
+        started = time.perf_counter()
+        memory.search(QUERIES[i % len(QUERIES)], filters={"user_id": "ana"}, top_k=10)
+        out.append(1000 * (time.perf_counter() - started))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from offline_mem import Memory
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--searches", type=int, default=40)
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "threads_latency.json")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        memory = Memory({"path": str(Path(tmp) / "m.db"), "threads": args.threads})
+        memory.add([{"role": "user", "content": f"note {i}: {QUERIES[i % 8]} {i}"}
+                    for i in range(200)], user_id="ana", infer=False)  # fmt: skip
+        memory.add([{"role": r, "content": c} for r, c in TURNS[:2]], user_id="ana")  # warm
+        timed_searches(memory, 5)
+        idle = timed_searches(memory, args.searches)
+        adds: list[float] = []
+        stop = threading.Event()
+
+        def extracting() -> None:
+            k = 0
+            while not stop.is_set():
+                pair = TURNS[(2 * k) % len(TURNS) : (2 * k) % len(TURNS) + 2]
+                started = time.perf_counter()
+                memory.add([{"role": r, "content": f"{c} ({k})"} for r, c in pair], user_id="ana")
+                adds.append(time.perf_counter() - started)
+                k += 1
+
+        worker = threading.Thread(target=extracting)
+        worker.start()
+        time.sleep(2.0)  # the add is inside the model call by now
+        busy = timed_searches(memory, args.searches)
+        stop.set()
+        worker.join()
+        memory.close()
+    report: dict[str, Any] = {
+        "command": f"python -m benchmarks.threads_latency --searches {args.searches} "
+        f"--threads {args.threads}",
+        "cpu_count": os.cpu_count(),
+        "idle_ms": {"p50": statistics.median(idle), "p95": percentile(idle, 0.95)},
+        "while_extracting_ms": {"p50": statistics.median(busy), "p95": percentile(busy, 0.95)},
+        "adds_during": len(adds),
+        "add_s_p50": statistics.median(adds) if adds else None,
+    }
+    report["p50_ratio"] = report["while_extracting_ms"]["p50"] / report["idle_ms"]["p50"]
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
