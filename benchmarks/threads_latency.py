@@ -1,5 +1,6 @@
 """How long a `search` takes from another thread while an `add(infer=True)` is extracting, against
-the same search on an idle `Memory` (real pinned models, one memory file).
+the same search on an idle `Memory` (real pinned models, one memory file); and how long the
+event loop ever waits while 50 `AsyncMemory` coroutines (searches and raw adds) run at once.
 
     .venv/bin/python -m benchmarks.threads_latency [--searches 40] [--threads 2]
 
@@ -48,6 +49,38 @@ def timed_searches(memory: Any, count: int) -> list[float]:
     return out
 
 
+def loop_lag(path: Path, coroutines: int = 50) -> dict[str, float]:
+    """The longest and the median delay of a 5 ms ticker while `coroutines` calls run."""
+    import asyncio
+
+    from offline_mem import AsyncMemory
+
+    lags: list[float] = []
+
+    async def ticker(stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            before = time.perf_counter()
+            await asyncio.sleep(0.005)
+            lags.append(1000 * (time.perf_counter() - before - 0.005))
+
+    async def run() -> None:
+        async with AsyncMemory({"path": str(path)}) as memory:
+            await memory.search("warm up", filters={"user_id": "ana"})
+            stop = asyncio.Event()
+            tick = asyncio.create_task(ticker(stop))
+            calls = [
+                memory.search(QUERIES[k % 8], filters={"user_id": "ana"}) if k % 5 else
+                memory.add(f"note {k}: I keep bees", user_id="ana", infer=False)
+                for k in range(coroutines)
+            ]  # fmt: skip
+            await asyncio.gather(*calls)
+            stop.set()
+            await tick
+
+    asyncio.run(run())
+    return {"max_ms": max(lags), "p50_ms": statistics.median(lags), "ticks": len(lags)}
+
+
 def main(argv: list[str] | None = None) -> int:
     from offline_mem import Memory
 
@@ -82,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         stop.set()
         worker.join()
         memory.close()
+        lag = loop_lag(Path(tmp) / "m.db")
     report: dict[str, Any] = {
         "command": f"python -m benchmarks.threads_latency --searches {args.searches} "
         f"--threads {args.threads}",
@@ -90,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         "while_extracting_ms": {"p50": statistics.median(busy), "p95": percentile(busy, 0.95)},
         "adds_during": len(adds),
         "add_s_p50": statistics.median(adds) if adds else None,
+        "async_loop_lag_50_coroutines": lag,
     }
     report["p50_ratio"] = report["while_extracting_ms"]["p50"] / report["idle_ms"]["p50"]
     args.out.write_text(json.dumps(report, indent=2) + "\n")

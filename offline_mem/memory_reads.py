@@ -117,8 +117,8 @@ class MemoryReads:
 
         Facts: candidates from vector similarity, keyword (BM25) and entity signals; `score` is
         their weighted sum on a fixed [0, 1] scale (see ranking.py). Messages: scored on the same
-        scale by their own text (similarity and entities) or, when higher, by the best ranked
-        fact extracted from them (evidence.py). `threshold` drops lower scores. A message item
+        scale by their own text (similarity and entities). Facts take at most 30% of the places
+        (evidence.py says why). `threshold` drops lower scores. A message item
         has `id`, `memory` (the turn as "Name: content" when it has a name), `content`, `role`,
         `name`, `created_at`, `observed_at`, `memory_ids` (the facts extracted from it) and
         `score`. `include_messages=False` returns facts only; messages carry no metadata, so
@@ -167,10 +167,7 @@ class MemoryReads:
                 item = messages[evidence.key]
                 item["score"] = round(evidence.score, 6)
                 if explain:
-                    details = evidence.explain(self.weights, request.threshold)
-                    if evidence.via_fact is not None:
-                        details["via_memory_id"] = facts[evidence.via_fact][0].id
-                    item["score_details"] = details
+                    item["score_details"] = evidence.explain(self.weights, request.threshold)
             results.append(item)
         if explain:
             return {"results": results, "resolved_query": resolved}
@@ -184,15 +181,12 @@ class MemoryReads:
         ranked_facts = [ranked for _, ranked in outcome.hits]
         if scope is None:
             facts_only = rank_evidence(
-                ranked_facts, [], {}, known_entities=(), weights=request.weights,
+                ranked_facts, [], known_entities=(), weights=request.weights,
                 threshold=request.threshold, top_k=request.top_k,
             )  # fmt: skip
             return facts_only, {}
         vector = self._query_embedder.embed(request.query)
         cosine = self.store.message_candidates(vector, scope, k=overfetch(request.top_k))
-        sources = self.store.source_seqs(list(r.rowid for r in ranked_facts))
-        missing = sorted({seq for seqs in sources.values() for seq in seqs} - set(cosine))
-        cosine.update(self.store.message_similarities(vector, missing))
         # A message stored verbatim as a memory (a raw add) is already in the ranking as that
         # memory; listing it twice would only take a place.
         hits = [hit for hit in self.store.message_hits(cosine) if not hit.stored_verbatim]
@@ -203,7 +197,7 @@ class MemoryReads:
             MessageSignals(h.record.seq, h.score, items[h.record.seq]["memory"]) for h in hits
         ]
         ranking = rank_evidence(
-            ranked_facts, signals, sources, known_entities=outcome.known_entities,
+            ranked_facts, signals, known_entities=outcome.known_entities,
             weights=request.weights, threshold=request.threshold, top_k=request.top_k,
         )  # fmt: skip
         return ranking, items

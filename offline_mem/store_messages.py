@@ -185,30 +185,6 @@ class MessageIndex:
             allowed_sql=f"SELECT seq FROM messages WHERE {where}", allowed_params=params,
         )  # fmt: skip
 
-    def message_similarities(self, vector: np.ndarray, seqs: Sequence[int]) -> dict[int, float]:
-        """Cosine similarity of the query to the given messages' vectors (point lookups)."""
-        query = np.asarray(vector, dtype=np.float32)
-        found: dict[int, float] = {}
-        for seq in seqs:
-            row = self.db.query_one("SELECT embedding FROM message_vectors WHERE rowid = ?", (seq,))
-            if row is not None:
-                found[int(seq)] = float(np.frombuffer(row[0], dtype=np.float32) @ query)
-        return found
-
-    def source_seqs(self, memory_rowids: Sequence[int]) -> dict[int, list[int]]:
-        """memory rowid -> the seqs of the messages it was extracted from, oldest first."""
-        if not memory_rowids:
-            return {}
-        marks = ", ".join("?" for _ in memory_rowids)
-        found: dict[int, list[int]] = {}
-        for rowid, seq in self.db.query(
-            "SELECT memory_rowid, message_seq FROM provenance "
-            f"WHERE memory_rowid IN ({marks}) ORDER BY message_seq",
-            list(memory_rowids),
-        ):
-            found.setdefault(int(rowid), []).append(int(seq))
-        return found
-
     def _messages_in_scope(self, seqs: Sequence[int], where: str, params: list[str]) -> set[int]:
         if not seqs:
             return set()

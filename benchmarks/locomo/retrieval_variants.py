@@ -7,7 +7,7 @@ recall (no answer model, so each variant costs seconds, not an hour).
 
 Variants (what a user of the API can call, plus internal switches of the default ranking):
     search                 facts and stored turns in one ranking (the default)
-    search, no via-fact    a turn scored only by its own text, not by the facts made from it
+    search, facts by score facts not capped at 30% of the places (evidence.FACT_SHARE = 1)
     search, no references  resolve_references=False (references.py's relational-name rule off)
     facts only             search(include_messages=False)
     turns only             search_messages (cosine over the stored turns)
@@ -49,8 +49,7 @@ def hits_of(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from offline_mem import Memory, memory_reads
-    from offline_mem.evidence import rank_evidence
+    from offline_mem import Memory, evidence
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, required=True)
@@ -70,17 +69,17 @@ def main(argv: list[str] | None = None) -> int:
         return memory.search(query, filters={"user_id": user}, top_k=k, include_sources=True,
                              **options)["results"]  # fmt: skip
 
-    def no_via_fact(query: str, user: str) -> list[dict[str, Any]]:
-        original = memory_reads.rank_evidence
-        memory_reads.rank_evidence = functools.partial(rank_evidence, through_facts=False)
+    def facts_by_score(query: str, user: str) -> list[dict[str, Any]]:
+        share = evidence.FACT_SHARE
+        evidence.FACT_SHARE = 1.0
         try:
             return search(query, user)
         finally:
-            memory_reads.rank_evidence = original
+            evidence.FACT_SHARE = share
 
     variants: dict[str, Callable[[str, str], list[dict[str, Any]]]] = {
         "search": search,
-        "search, no via-fact": no_via_fact,
+        "search, facts by score": facts_by_score,
         "search, no references": functools.partial(search, resolve_references=False),
         "facts only": functools.partial(search, include_messages=False),
         "turns only": lambda q, u: memory.search_messages(q, filters={"user_id": u}, top_k=k)[
