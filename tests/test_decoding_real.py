@@ -141,3 +141,23 @@ def test_the_sampler_picks_the_best_token_the_grammar_allows(llm):
         assert sampler.pick(logits) == yes  # allowed argmax: taken without filtering
     finally:
         sampler.close()
+
+
+def test_strings_cannot_hold_raw_control_characters(llm):
+    """JSON forbids a raw newline inside a string; the converter's grammar allowed one, and a dev
+    set add failed on it ("Invalid control character"). The tightened grammar refuses it and
+    still takes the escaped form."""
+    gbnf = schema_to_gbnf({"type": "object", "properties": {"a": {"type": "string"}},
+                           "required": ["a"], "additionalProperties": False})  # fmt: skip
+    assert "\\x00-\\x1F" in next(line for line in gbnf.splitlines() if line.startswith("char"))
+    sampler = GrammarSampler(llm, gbnf, "root")
+    try:
+        for token in tokens_of(llm, '{"a": "x'):
+            assert sampler.allows(token, 1.0)
+            sampler.accept(token)
+        newline = tokens_of(llm, "\n")[0]
+        escaped = tokens_of(llm, "\\n")[0]
+        assert not sampler.allows(newline, 1.0)
+        assert sampler.allows(escaped, 1.0)
+    finally:
+        sampler.close()
