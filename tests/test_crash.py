@@ -105,9 +105,20 @@ def assert_opens_as_empty_store(db: Path) -> None:
     assert done.returncode == 0, f"the library could not open a schema-less file: {done.stderr}"
 
 
+def wait_until_ready(writer: subprocess.Popen[bytes], log: Path, timeout: float = 120) -> None:
+    """Until the writer has opened its Memory (its "ready" line), however slow the machine."""
+    deadline = time.monotonic() + timeout
+    while '"ready"' not in log.read_text() and writer.poll() is None:
+        assert time.monotonic() < deadline, "the writer did not start"
+        time.sleep(0.01)
+
+
 def run_until_killed(
-    db: Path, log: Path, start: int, delay: float, stall_ms: float
+    db: Path, log: Path, start: int, delay: float, stall_ms: float, *, after_ready: bool
 ) -> subprocess.Popen[bytes]:
+    """Start a writer and kill it `delay` seconds after it started or, with `after_ready`,
+    after it opened the file: on a loaded machine start-up alone can outlast the delay, and the
+    kills would then never reach the operations."""
     command = [sys.executable, str(WRITER), str(db), "--seed", str(SEED), "--start", str(start)]
     with log.open("w") as out:
         writer = subprocess.Popen(
@@ -115,6 +126,8 @@ def run_until_killed(
             stdout=out,
             stderr=subprocess.STDOUT,
         )
+    if after_ready:
+        wait_until_ready(writer, log)
     time.sleep(delay)
     writer.send_signal(signal.SIGKILL)
     writer.wait()
@@ -132,11 +145,14 @@ def test_sigkill_at_random_moments_loses_nothing_acknowledged(tmp_path: Path) ->
     for kill in range(KILLS):
         log = tmp_path / "writer.log"
         # Mostly mid-run; some during start-up (opening, WAL recovery, the first migration).
-        delay = rng.uniform(0.02, 0.35) if rng.random() < 0.2 else rng.uniform(0.3, 1.2)
+        during_start = rng.random() < 0.2
+        delay = rng.uniform(0.02, 0.35) if during_start else rng.uniform(0.05, 0.9)
         # Half the runs stall before each statement (a slow disk), so that more kills land
         # inside a transaction rather than in the fsync after its last write.
         stall_ms = rng.choice([0.0, 2.0])
-        writer = run_until_killed(db, log, next_op, delay, stall_ms)
+        writer = run_until_killed(
+            db, log, next_op, delay, stall_ms, after_ready=not during_start
+        )
         lines = read_lines(log)
         errors = [line for line in lines if line["t"] == "error"]
         assert not errors and writer.returncode == -signal.SIGKILL, (
