@@ -45,7 +45,6 @@ from .relative_dates import resolve_relative_dates
 from .speakers import with_speakers
 from .store import Store, keyword_text
 from .supersession import check_supersessions
-from .turn_copies import drop_turn_copies
 from .validation import Scope
 
 
@@ -151,7 +150,6 @@ def plan_facts(
         facts, messages, lambda texts: _names_in(models.entities, texts)
     )
     facts, name_only = drop_name_only_facts(facts, messages)
-    facts, turn_copies = drop_turn_copies(facts, messages)
     facts = [_with_absolute_dates(f, request) for f in name_the_user(facts, messages)]
     if not facts:
         return plan, [], output
@@ -164,7 +162,7 @@ def plan_facts(
         expiration_date=request.expiration_date,
     )  # fmt: skip
     admission = admit(facts, vectors[: len(facts)], context)
-    admission.dropped.extend(misattributed + copied + invented + swapped + name_only + turn_copies)
+    admission.dropped.extend(misattributed + copied + invented + swapped + name_only)
     check_supersessions(
         models.extractor, admission, old, vectors[len(facts) :],
         now_day=day(request.now), instructions=request.instructions,
