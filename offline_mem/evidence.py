@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .ranking import Ranked, Weights
+from .ranking import Ranked, Weights, score_details
 
 Kind = Literal["fact", "message"]
 _NON_WORD = re.compile(r"[^\w]+")
@@ -57,19 +57,8 @@ class Evidence:
     keyword: float
     entity: float
 
-    def explain(self, weights: Weights, threshold: float | None) -> dict[str, float | int | None]:
-        details: dict[str, float | int | None] = {
-            "semantic_score": round(self.semantic, 6),
-            "keyword_score": round(self.keyword, 6),
-            "entity_score": round(self.entity, 6),
-            "semantic_weight": weights.semantic,
-            "keyword_weight": weights.keyword,
-            "entity_weight": weights.entity,
-            "final_score": round(self.score, 6),
-            "max_possible_score": 1.0,
-            "threshold": threshold,
-        }
-        return details
+    def explain(self, weights: Weights, threshold: float | None) -> dict[str, float | None]:
+        return score_details(self, weights, threshold)
 
 
 def _words(text: str) -> str:

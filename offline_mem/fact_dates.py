@@ -9,7 +9,7 @@ message's phrase has one exact meaning (`relative_dates.RULES`), so when a fact'
 exactly one such phrase and no written date, a date in the fact near the message's day is
 replaced by what the phrase means. Dates far from it (a wedding in August mentioned in May) are
 another event's and stay. A fact without a date gets the phrase's only when it retells the
-sentence that holds the phrase ("Mateo sang at an open mic night.", 1 of 10 "when" questions).
+sentence that holds the phrase ("Tiago sang at an open mic night.", 1 of 10 "when" questions).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def correct_fact_date(fact: str, sources: Sequence[str], observed: date) -> str:
 
 def _retells(fact: str, sources: Sequence[str], phrase: str) -> bool:
     """Whether every content word of the fact (names aside) is in the sentence that holds the
-    phrase: "Mateo sang at an open mic night." retells "Last Saturday I sang at an open mic
+    phrase: "Tiago sang at an open mic night." retells "Last Saturday I sang at an open mic
     night!", "User has a cat named Pepper." does not retell "Yesterday I adopted Pepper"."""
     names = frozenset(w.lower() for w in WORD.findall(fact) if w[0].isupper())
     words = content_stems(fact, names)

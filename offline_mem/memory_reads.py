@@ -34,7 +34,7 @@ from .validation import (
 )
 
 DEFAULT_SEARCH_THRESHOLD = 0.1
-# How many first results a relational reference is resolved from: the memory naming "Mateo's
+# How many first results a relational reference is resolved from: the memory naming "Tiago's
 # neighbour" shares only those words with the question, and can rank below the top-k.
 RESOLVE_POOL = 20
 
@@ -125,7 +125,7 @@ class MemoryReads:
         they are left out too when `filters` holds anything but exact scope ids.
         `explain=True` adds each signal's contribution as `score_details`.
 
-        A query naming someone by relation ("Which city does Mateo's neighbour live in?") is
+        A query naming someone by relation ("Which city does Tiago's neighbour live in?") is
         searched again with the name its first results give ("... does Bruno live in?"). The
         facts are then the memory that gave the name, followed by the two rankings taken in
         turn (references.py); each keeps the score of the query that found it first, and

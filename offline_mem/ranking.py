@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from .errors import ValidationError
 
@@ -59,18 +59,35 @@ class Ranked:
     bm25: float
 
     def explain(self, weights: Weights, threshold: float | None) -> dict[str, float | None]:
-        return {
-            "semantic_score": round(self.semantic, 6),
-            "keyword_score": round(self.keyword, 6),
-            "bm25_score": round(self.bm25, 6),
-            "entity_score": round(self.entity, 6),
-            "semantic_weight": weights.semantic,
-            "keyword_weight": weights.keyword,
-            "entity_weight": weights.entity,
-            "final_score": round(self.score, 6),
-            "max_possible_score": 1.0,
-            "threshold": threshold,
-        }
+        return score_details(self, weights, threshold, bm25=self.bm25)
+
+
+class Scored(Protocol):
+    score: float
+    semantic: float
+    keyword: float
+    entity: float
+
+
+def score_details(
+    item: Scored, weights: Weights, threshold: float | None, *, bm25: float | None = None
+) -> dict[str, float | None]:
+    """`explain=True`'s `score_details`: each signal on [0, 1], its weight, the final score."""
+    details: dict[str, float | None] = {
+        "semantic_score": round(item.semantic, 6),
+        "keyword_score": round(item.keyword, 6),
+    }
+    if bm25 is not None:
+        details["bm25_score"] = round(bm25, 6)
+    return details | {
+        "entity_score": round(item.entity, 6),
+        "semantic_weight": weights.semantic,
+        "keyword_weight": weights.keyword,
+        "entity_weight": weights.entity,
+        "final_score": round(item.score, 6),
+        "max_possible_score": 1.0,
+        "threshold": threshold,
+    }
 
 
 def score_and_rank(

@@ -1,6 +1,6 @@
-"""Relational references in a query: "Mateo's neighbour", "my sister", "the dog of Ana's partner".
+"""Relational references in a query: "Tiago's neighbour", "my sister", "the dog of Ana's partner".
 
-A question about a person named only through a relation ("Which city does Mateo's neighbour live
+A question about a person named only through a relation ("Which city does Tiago's neighbour live
 in?") needs two memories: who the neighbour is ("Did I tell you about my neighbour, Bruno?") and
 the fact about that person ("Bruno has been living in Aarhus"). The second shares no word with
 the question but the city, so a single search ranks it low and a small answer model, seeing the
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .entities import normalize_entity
 
-# Nouns that name a person by their relation to another. Kept to people: "Mateo's favourite
+# Nouns that name a person by their relation to another. Kept to people: "Tiago's favourite
 # movie" must not be "resolved" to a title and searched again.
 # fmt: off
 RELATION_NOUNS = frozenset([
@@ -34,7 +34,7 @@ RELATION_NOUNS = frozenset([
     "coach", "doctor", "dentist", "therapist", "landlord", "landlady",
 ])
 # fmt: on
-# Words allowed between the owner and the relation noun: "Mateo's best friend".
+# Words allowed between the owner and the relation noun: "Tiago's best friend".
 _MODIFIERS = r"(?:(?:best|close|closest|oldest|old|older|younger|youngest|little|big|new|former|\
 elder|eldest|baby|twin|step|childhood|school|work)\s+)*"
 _OWNER = r"(?P<owner>\b(?:[Mm]y|[Oo]ur)|\b[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*['’]s?)"
@@ -45,11 +45,11 @@ _SELF_OWNERS = frozenset({"my", "our", "user", "the user", "i", "me"})
 _OWNER_IN_TEXT = re.compile(rf"{_OWNER}\s+{_MODIFIERS}$|\b(?P<pronoun>your|his|her|their)\s+$")
 # A name: a run of capitalised words ("Bruno", "Mary Ann"), never the pronoun "I".
 _NAME = r"(?P<name>(?!I\b)[A-Z][\w-]*(?:\s+(?!I\b)[A-Z][\w-]*)*)"
-# Right after the relation noun: "my cousin, Sofia", "cousin Kofi", "partner is named Ana".
+# Right after the relation noun: "my cousin, Sofia", "cousin Joel", "partner is named Ana".
 _NAME_AFTER = re.compile(
     rf"^,?\s+(?:(?:who|whose name)\s+is\s+|is\s+|was\s+)?(?:called\s+|named\s+)?{_NAME}"
 )
-# Right before the owner: "Marco is Oskar's neighbour", "Ines, my brother".
+# Right before the owner: "Marco is Rui's neighbour", "Ines, my brother".
 _NAME_BEFORE = re.compile(rf"\b{_NAME}(?:\s+(?:is|was)|,)\s+$")
 
 
@@ -74,7 +74,7 @@ class Resolution:
 @dataclass(frozen=True)
 class Reference:
     """One relational reference of a query: `query[start:end]` is the span to replace
-    ("Mateo's best friend"), `owner` its normalised possessor ("my" for the user) and
+    ("Tiago's best friend"), `owner` its normalised possessor ("my" for the user) and
     `relation` the relation noun ("friend")."""
 
     start: int
@@ -96,7 +96,7 @@ def _owner_norm(owner: str) -> str:
 
 def find_references(query: str) -> list[Reference]:
     """The relational references of `query`, in order: "<Name>'s <relation>" or
-    "my <relation>", with optional modifiers between ("Mateo's best friend")."""
+    "my <relation>", with optional modifiers between ("Tiago's best friend")."""
     found = []
     for match in _POSSESSIVE_REFERENCE.finditer(query):
         owner = match.group("owner")
@@ -134,9 +134,9 @@ def _belongs_to_other(owned: re.Match[str] | None, reference: Reference, said: C
 
 def bridge_name(reference: Reference, said: Candidate) -> str | None:
     """The name `said` gives the reference's relation, or None. The name must stand next to the
-    relation noun: after it ("my neighbour, Bruno", "cousin Kofi", "partner is named Ana") or
-    before its owner ("Marco is Oskar's neighbour"); it is never the owner or the speaker.
-    "Casey's cousin moved to Valencia" (for Mateo's cousin) -> None: someone else's cousin, and
+    relation noun: after it ("my neighbour, Bruno", "cousin Joel", "partner is named Ana") or
+    before its owner ("Marco is Rui's neighbour"); it is never the owner or the speaker.
+    "Casey's cousin moved to Valencia" (for Tiago's cousin) -> None: someone else's cousin, and
     no name beside the noun."""
     text = said.text
     excluded = {reference.owner, "user", "my"}
