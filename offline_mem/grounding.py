@@ -2,8 +2,8 @@
 
 The 1.5B extractor often cites the wrong message ("from_messages") and, in a conversation
 between two people, credits one speaker's words to the other: measured on the side-by-side
-benchmark, Alex's "I have a hamster called Noodle" became "Oskar has a hamster called Noodle",
-citing Oskar's message about his car. Provenance is what `search_messages` reports under
+benchmark, Alex's "I have a hamster called Noodle" became "Rui has a hamster called Noodle",
+citing Rui's message about his car. Provenance is what `search_messages` reports under
 `memory_ids` and what a user follows to check a memory, so it has to be right.
 
 For each fact: its content words (stop words and the speakers' names left out, crudely
@@ -70,8 +70,8 @@ def ground_facts(
 
 
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours"})
-# spaCy's small model often labels a first name ORG or GPE ("Kofi" ORG, "Valencia" PERSON in
-# "Kofi has been living in Valencia"), so any named entity counts; the first one is the likely
+# spaCy's small model often labels a first name ORG or GPE ("Joel" ORG, "Valencia" PERSON in
+# "Joel has been living in Valencia"), so any named entity counts; the first one is the likely
 # subject. Unlabelled proper-noun runs ("PROPER") do not: a capitalised first word is too often
 # one ("Sadly", "Hey").
 NAME_KINDS = frozenset({"PERSON", "ORG", "GPE", "NORP"})
@@ -84,7 +84,7 @@ def drop_subject_swaps(
     people_in: Callable[[Sequence[str]], list[list[str]]],
 ) -> tuple[list[Fact], list[tuple[str, str]]]:
     """Facts that move what a named third person did onto the user are dropped: "Lena adopted a
-    cat called Pepper" written as "Oskar adopted a cat called Pepper" (measured on the
+    cat called Pepper" written as "Rui adopted a cat called Pepper" (measured on the
     side-by-side benchmark; word overlap cannot see it, the words are the same). A fact is
     dropped when it is the user's and names the user, its source sentence (the one sharing most
     words) has no first-person word, and the first person that sentence names is not in the
@@ -132,8 +132,8 @@ def drop_context_copies(
     message shown to the model), more than it shares with the new messages, and no word with the
     new messages that this text lacks.
 
-    Measured on the side-by-side benchmark: the 1.5B model wrote "Oskar's cousin just moved to
-    Ghent, funny coincidence." from Oskar's "I started a new job at Halcyon Bio", re-using the
+    Measured on the side-by-side benchmark: the 1.5B model wrote "Rui's cousin just moved to
+    Ghent, funny coincidence." from Rui's "I started a new job at Larkspur Bio", re-using the
     shown memory "Alex's cousin just moved to Ghent, funny coincidence." with the name swapped,
     and it superseded the true memory. A copy may share a word with the new messages by chance:
     "Felix got his scuba diving certificate two days ago", copied from a recent message, shares
@@ -196,8 +196,8 @@ NAMING_WORDS = frozenset({"name", "named", "names", "called", "call", "calls", "
 def drop_name_only_facts(
     facts: Sequence[Fact], messages: Sequence[NewMessage]
 ) -> tuple[list[Fact], list[tuple[str, str]]]:
-    """Facts that say nothing but what a speaker is called are dropped: "Mateo is named Mateo."
-    (the side-by-side benchmark, medium configuration: it matched Mateo's name and nothing else,
+    """Facts that say nothing but what a speaker is called are dropped: "Tiago is named Tiago."
+    (the side-by-side benchmark, medium configuration: it matched Tiago's name and nothing else,
     and took 4th place in the results of most questions about him). The messages' names say it
     already."""
     every_name = speaker_names(messages)
@@ -221,7 +221,7 @@ def name_the_user(facts: Sequence[Fact], messages: Sequence[NewMessage]) -> list
     fact's source messages when they give exactly one, else the name of the user side of the
     whole add when it gives exactly one. The prompt asks for "User" (an application's user
     often has no name), but a conversation between named people is searched by name: measured
-    on the side-by-side benchmark, "User left Juniper Robotics and started a new job at Halcyon
+    on the side-by-side benchmark, "User left Juniper Robotics and started a new job at Larkspur
     Bio" was not found for "Which company does Jonah work for now?", where "Jonah left Juniper
     Robotics ..." is. In a dialogue where both people write as the user, the fact's own
     message tells who "User" is."""
