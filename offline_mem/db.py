@@ -301,8 +301,8 @@ class Database:
         """Close every thread's connection; the Database is unusable afterwards."""
         self._closed = True
         with self._connections_lock:
-            closing = list(self._connections.values())
+            closing = {id(c): c for c in [self._first, *self._connections.values()]}
             self._connections.clear()
-        for conn in closing:
+        for conn in closing.values():  # the first one too, if its thread has ended
             conn.close()
         self._local = threading.local()
