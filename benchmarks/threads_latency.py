@@ -6,7 +6,8 @@ event loop ever waits while 50 `AsyncMemory` coroutines (searches and raw adds) 
 
 The file gets 200 raw memories and a few real turns first; then `--searches` searches run idle,
 then the same searches run while a second thread adds two-turn chunks with extraction (the 1.5B
-model) in a loop. Writes benchmarks/results/threads_latency.json and prints p50/p95 of both.
+model) in a loop; only searches that began and ended inside a model call count. Writes
+benchmarks/results/threads_latency.json and prints p50/p95 of both.
 """
 
 from __future__ import annotations
@@ -40,13 +41,46 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def timed_searches(memory: Any, count: int) -> list[float]:
-    out = []
-    for i in range(count):
+def timed_searches(
+    memory: Any, count: int, during: threading.Event | None = None, limit_s: float = 300
+) -> list[float]:
+    """`count` search latencies in ms; with `during`, only searches that began and ended while
+    the event was set (the other thread inside the model call) count."""
+    out: list[float] = []
+    i, deadline = 0, time.monotonic() + limit_s
+    while len(out) < count and time.monotonic() < deadline:
+        if during is not None and not during.wait(timeout=1):
+            continue
         started = time.perf_counter()
         memory.search(QUERIES[i % len(QUERIES)], filters={"user_id": "ana"}, top_k=10)
-        out.append(1000 * (time.perf_counter() - started))
+        elapsed = 1000 * (time.perf_counter() - started)
+        if during is None or during.is_set():
+            out.append(elapsed)
+        i += 1
     return out
+
+
+class FlaggingExtractor:
+    """Wraps the real extractor: `inside` is set while a model call runs."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.inside = threading.Event()
+        self.reproducible = inner.reproducible
+
+    @property
+    def identity(self) -> Any:
+        return self.inner.identity
+
+    def extract(self, prompt: Any) -> Any:
+        self.inside.set()
+        try:
+            return self.inner.extract(prompt)
+        finally:
+            self.inside.clear()
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 def loop_lag(path: Path, coroutines: int = 50) -> dict[str, float]:
@@ -87,10 +121,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--searches", type=int, default=40)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--out", type=Path, default=ROOT / "results" / "threads_latency.json")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "benchmarks" / "results" / "threads_latency.json"
+    )
     args = parser.parse_args(argv)
+    from offline_mem.config import DEFAULT_EXTRACTOR, resolve_models_dir
+    from offline_mem.extractor import LlamaExtractor
+
+    flagging = FlaggingExtractor(
+        LlamaExtractor(DEFAULT_EXTRACTOR, resolve_models_dir(), threads=args.threads)
+    )
     with tempfile.TemporaryDirectory() as tmp:
-        memory = Memory({"path": str(Path(tmp) / "m.db"), "threads": args.threads})
+        memory = Memory(
+            {"path": str(Path(tmp) / "m.db"), "threads": args.threads},
+            extractor=flagging,  # type: ignore[arg-type]
+        )
         memory.add([{"role": "user", "content": f"note {i}: {QUERIES[i % 8]} {i}"}
                     for i in range(200)], user_id="ana", infer=False)  # fmt: skip
         memory.add([{"role": r, "content": c} for r, c in TURNS[:2]], user_id="ana")  # warm
@@ -110,8 +155,7 @@ def main(argv: list[str] | None = None) -> int:
 
         worker = threading.Thread(target=extracting)
         worker.start()
-        time.sleep(2.0)  # the add is inside the model call by now
-        busy = timed_searches(memory, args.searches)
+        busy = timed_searches(memory, args.searches, during=flagging.inside)
         stop.set()
         worker.join()
         memory.close()
