@@ -33,7 +33,7 @@ from typing import Any
 
 from .extractor import Prompt
 
-PROMPT_VERSION = "facts-4"
+PROMPT_VERSION = "facts-5"  # facts-4 with a worked example free of benchmark names
 
 MAX_FACTS = 6  # facts per answer (two messages rarely hold more)
 MAX_FACT_CHARS = 200
@@ -94,7 +94,7 @@ Recent messages (context only):
 - [2024-06-01 (Saturday)] user: I finally finished the marathon!
 - assistant: Congratulations!
 Existing memories:
-0. User works as a nurse at Santa Maria hospital.
+0. User works as a nurse at Santo António hospital.
 1. User has a cat named Mia.
 New messages (2024-06-05 (Wednesday)):
 1. user: Hi! Since last month I live in Porto and work at São João hospital. Mia loves the new \
