@@ -6,15 +6,15 @@ network audit.
 --fakes: every model is a fake (FakeEmbedder, FakeEntities, a FakeExtractor), so the server is up
 in about a second; the extractor answers each inferred add with the --fact texts. Without it the
 configured, pinned models load (the extractor only on an inferred add, and --fact then scripts it).
---audit FILE: a Python audit hook records every socket connect, bind, DNS lookup and send (Unix
-sockets aside) and writes them to FILE as JSON when the process exits; stdout is the protocol, so
-the report cannot go there.
+--audit FILE: a Python audit hook appends every socket connect, bind (a listening server), DNS
+lookup and send (Unix sockets aside) to FILE as it happens, one line each, after a first line
+"armed" (stdout is the protocol, so the report cannot go there; written at once, it survives the
+client killing the server).
 """
 
 from __future__ import annotations
 
 import argparse
-import atexit
 import json
 import socket
 import sys
@@ -29,17 +29,19 @@ WATCHED = {
 
 
 def audit_to(report: Path) -> None:
-    events: list[str] = []
+    report.write_text("armed\n")
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event not in WATCHED:
             return
         if event in ("socket.connect", "socket.bind") and args[0].family == socket.AF_UNIX:
             return
-        events.append(f"{event} {args[1:]!r}"[:200])
+        if event == "socket.bind" and args[1] in (("::1", 0), ("127.0.0.1", 0)):
+            return  # urllib3's IPv6 probe at import (via spaCy's requests): no port, no peer
+        with report.open("a") as out:
+            out.write(json.dumps(f"{event} {args[1:]!r}"[:200]) + "\n")
 
     sys.addaudithook(hook)
-    atexit.register(lambda: report.write_text(json.dumps({"events": events})))
 
 
 def main() -> None:
