@@ -141,7 +141,7 @@ class MemoryServer:
             log_level=log_level,  # type: ignore[arg-type]
         )
         read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-        for method, description, hints in [
+        registered: list[tuple[Callable[..., Any], str, ToolAnnotations]] = [
             (self.add_memory, ADD, ToolAnnotations(read_only_hint=False, open_world_hint=False)),
             (self.search_memory, SEARCH, read_only),
             (self.list_memories, LIST, read_only),
@@ -149,7 +149,8 @@ class MemoryServer:
             (self.update_memory, UPDATE, ToolAnnotations(destructive_hint=True)),
             (self.delete_memory, DELETE, ToolAnnotations(destructive_hint=True)),
             (self.memory_history, HISTORY, read_only),
-        ]:
+        ]
+        for method, description, hints in registered:
             self.server.add_tool(method, description=description, annotations=hints)
 
     def run(self) -> None:

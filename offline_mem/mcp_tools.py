@@ -26,7 +26,7 @@ class DefaultScope:
 
     def merged(
         self, user_id: str | None, agent_id: str | None, run_id: str | None
-    ) -> dict[str, str | None]:
+    ) -> dict[str, Any]:
         """The ids a call names, each falling back to the default when not passed."""
         return {
             "user_id": user_id if user_id is not None else self.user_id,
@@ -92,7 +92,7 @@ class MemoryTools:
         run_id: str | None = None,
     ) -> ToolOutput:
         where = self._filters(filters, user_id, agent_id, run_id)
-        extra = {} if top_k is None else {"top_k": top_k}
+        extra: dict[str, Any] = {} if top_k is None else {"top_k": top_k}
         result = self.memory.get_all(filters=where, **extra)
         return ToolOutput(result, mcp_text.listed(result["results"]))
 
