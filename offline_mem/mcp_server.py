@@ -32,6 +32,8 @@ INSTRUCTIONS = (
     "preferences, plans, people). Results carry ids for get/update/delete/history."
 )
 
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
 # -- argument types (their descriptions are what a model reads) ------------------------------
 
 MemoryId = Annotated[str, Field(description="The id of a memory (or of a stored message).")]
@@ -132,22 +134,25 @@ def _result(call: Callable[[], ToolOutput]) -> CallToolResult:
 class MemoryServer:
     """The MCP tools of one `MemoryTools`, registered on an `MCPServer`."""
 
-    def __init__(self, tools: MemoryTools, *, log_level: str = "WARNING") -> None:
+    def __init__(self, tools: MemoryTools, *, log_level: LogLevel = "WARNING") -> None:
         self.tools = tools
         self.server: MCPServer[Any] = MCPServer(
             "offline-mem",
             version=__version__,
             instructions=INSTRUCTIONS,
-            log_level=log_level,  # type: ignore[arg-type]
+            log_level=log_level,
         )
+        # Every tool reads or writes only the memory file: a closed world.
         read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+        adds = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+        changes = adds.model_copy(update={"destructive_hint": True})
         registered: list[tuple[Callable[..., Any], str, ToolAnnotations]] = [
-            (self.add_memory, ADD, ToolAnnotations(read_only_hint=False, open_world_hint=False)),
+            (self.add_memory, ADD, adds),
             (self.search_memory, SEARCH, read_only),
             (self.list_memories, LIST, read_only),
             (self.get_memory, GET, read_only),
-            (self.update_memory, UPDATE, ToolAnnotations(destructive_hint=True)),
-            (self.delete_memory, DELETE, ToolAnnotations(destructive_hint=True)),
+            (self.update_memory, UPDATE, changes),
+            (self.delete_memory, DELETE, changes),
             (self.memory_history, HISTORY, read_only),
         ]
         for method, description, hints in registered:

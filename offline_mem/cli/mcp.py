@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import click
 
-from ..mcp_tools import DefaultScope
+from ..mcp_tools import DefaultScope, MemoryTools
 from ..validation import make_scope
 from .common import CliState, db_path, open_memory, pass_state
 
@@ -23,27 +23,21 @@ def mcp(state: CliState, user_id: str | None, agent_id: str | None) -> None:
     """Serve the memory to an agent or desktop assistant as MCP tools over stdin/stdout
     (add, search, list, get, update, delete, history). Logs go to stderr."""
     try:
-        from ..mcp_server import MemoryServer
+        from ..mcp_server import LogLevel, MemoryServer
     except ModuleNotFoundError as exc:
         if exc.name is None or exc.name.split(".")[0] != "mcp":
             raise
         raise click.ClickException(
             "the MCP server needs the mcp package: pip install 'offline_mem[mcp]'"
         ) from None
-    from ..mcp_tools import MemoryTools
-
     scope = make_scope(user_id, agent_id, required=False)
     defaults = DefaultScope(user_id=scope.user_id, agent_id=scope.agent_id)
     with _stdout_to_stderr():
         memory = open_memory(state)
     click.echo(f"offline-mem mcp: serving {db_path(state)} over stdio", err=True)
     with memory:
-        server = MemoryServer(MemoryTools(memory, defaults), log_level=_log_level(state))
-        server.run()
-
-
-def _log_level(state: CliState) -> str:
-    return "DEBUG" if state.debug else "WARNING"
+        level: LogLevel = "DEBUG" if state.debug else "WARNING"
+        MemoryServer(MemoryTools(memory, defaults), log_level=level).run()
 
 
 @contextmanager
