@@ -50,6 +50,7 @@ def test_the_tree_holds_every_command() -> None:
         "verify",
         "backup",
         "chat",
+        "mcp",
         "models",
     }
 

@@ -6,7 +6,8 @@ pytest on a test that hides its connection attempt. Then a Memory with the real 
 spaCy (the extractor is scripted) runs add, inferred add, search, get_all, update and delete in a
 fresh process under a Python audit hook that records every socket connect, DNS lookup and send —
 with the Hugging Face offline variables unset, so the library must not depend on the caller
-having set them — and none may happen.
+having set them — and none may happen. The same holds for `offline-mem mcp` serving a whole
+session to the MCP SDK's stdio client: the server process is audited from its first line.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import sys
 import textwrap
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp_helpers import call, serve
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -126,3 +129,47 @@ def test_a_real_model_memory_makes_no_network_call(tmp_path: Path) -> None:
     assert report["models"] == ["SentenceTransformerEmbedder", "SpacyAnalyzer", "SpacyEntities"]
     assert report["found"] >= 1
     assert report["events"] == []
+
+
+@pytest.mark.real_model
+def test_the_mcp_server_makes_no_network_call_in_a_session(tmp_path: Path) -> None:
+    """The real embedder and spaCy (the extractor is scripted), every tool, then the audit."""
+    audit = tmp_path / "audit.txt"
+
+    async def session() -> None:
+        async with serve(tmp_path / "memory.db", "--user", "u", fakes=False,
+                         facts=["User lives in Porto"], audit=audit) as client:  # fmt: skip
+            raw = await call(client, "add_memory", text="I live in Lisbon with my sister Marta.",
+                             infer=False)  # fmt: skip
+            await call(client, "add_memory", text="I moved to Porto.")
+            found = await call(client, "search_memory", query="Where does the user live?")
+            assert {item["kind"] for item in found["results"]} == {"fact", "message"}
+            await call(client, "list_memories")
+            key = raw["results"][0]["id"]
+            await call(client, "get_memory", memory_id=key)
+            await call(client, "update_memory", memory_id=key, text="I live in Porto now")
+            await call(client, "delete_memory", memory_id=key)
+            await call(client, "memory_history", memory_id=key)
+
+    anyio.run(session)
+    lines = audit.read_text().splitlines()
+    assert lines[0] == "armed"
+    assert lines[1:] == []
+
+
+def test_the_mcp_server_audit_records_what_it_watches(tmp_path: Path) -> None:
+    """The audit of the server process sees an attempt (to a closed loopback port here)."""
+    audit = tmp_path / "audit.txt"
+    attempt = (
+        "import socket, sys; sys.path.insert(0, sys.argv[2]); "
+        "from mcp_server_process import audit_to; from pathlib import Path; "
+        "audit_to(Path(sys.argv[1]))\n"
+        "try: socket.create_connection(('127.0.0.1', 9), timeout=1)\n"
+        "except OSError: pass"
+    )
+    subprocess.run(
+        [sys.executable, "-c", attempt, str(audit), str(ROOT / "tests")], check=True, timeout=60
+    )
+    lines = audit.read_text().splitlines()
+    assert lines[0] == "armed"
+    assert any("socket.connect" in line and "127.0.0.1" in line for line in lines[1:]), lines

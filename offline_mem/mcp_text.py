@@ -1,0 +1,84 @@
+"""Short text renderings of the MCP tools' results, for clients that show a model only the text
+content: one line per item with what a model needs to act on it (id, kind, score, date)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+
+def _date(item: dict[str, Any]) -> str:
+    """When it was said (observed_at) if known, else when it was stored; the date part only."""
+    stamp = item.get("observed_at") or item.get("created_at") or ""
+    return str(stamp)[:10] or "-"
+
+
+def _count(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+def found(results: Sequence[dict[str, Any]]) -> str:
+    """search_memory: `score kind date id  text`, best first."""
+    if not results:
+        return "no memories found"
+    lines = [f"{_count(len(results), 'result', 'results')} (score, kind, date, id, text):"]
+    for item in results:
+        lines.append(
+            f"{item.get('score', 0.0):.3f} {item.get('kind', 'fact')} {_date(item)} "
+            f"{item['id']}  {item['memory']}"
+        )
+    return "\n".join(lines)
+
+
+def listed(results: Sequence[dict[str, Any]]) -> str:
+    """list_memories: `date id [state]  text`, newest first."""
+    if not results:
+        return "no memories"
+    lines = [f"{_count(len(results), 'memory', 'memories')} (date, id, text):"]
+    for item in results:
+        state = item.get("state", "active")
+        flag = "" if state == "active" else f" [{state}]"
+        if item.get("expired"):
+            flag += " [expired]"
+        lines.append(f"{_date(item)} {item['id']}{flag}  {item['memory']}")
+    return "\n".join(lines)
+
+
+def added(result: dict[str, Any]) -> str:
+    """add_memory: one `EVENT id  text` line per memory written, then what was skipped."""
+    lines = [f"{row['event']} {row['id']}  {row['memory']}" for row in result["results"]]
+    if not lines:
+        lines = ["nothing new to remember"]
+    for skipped in result.get("skipped", []):
+        lines.append(f"skipped message {skipped['index']}: {skipped['reason']}")
+    return "\n".join(lines)
+
+
+def item(value: dict[str, Any]) -> str:
+    """get_memory: the text, then the other fields one per line."""
+    lines = [value["memory"]]
+    for key, field in value.items():
+        if key == "memory":
+            continue
+        if isinstance(field, (dict, list)):
+            field = json.dumps(field, ensure_ascii=False)
+        lines.append(f"{key}: {field}")
+    return "\n".join(lines)
+
+
+def history(rows: Sequence[dict[str, Any]]) -> str:
+    """memory_history: `date EVENT change`, oldest first."""
+    lines = []
+    for row in rows:
+        event = row["event"]
+        if event == "UPDATE":
+            change = f"{row['old_memory']} -> {row['new_memory']}"
+        elif event == "SUPERSEDE":
+            change = f"{row['old_memory']} (superseded by {row.get('related_memory_id')})"
+        elif event == "ADD":
+            change = str(row["new_memory"])
+        else:
+            change = str(row["old_memory"])
+        lines.append(f"{row['created_at']} {event} {change}")
+    return "\n".join(lines)
