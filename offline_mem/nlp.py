@@ -2,8 +2,9 @@
 Entity mentions come from entities.py, with the same normalisation for memories and queries.
 
 The spaCy pipeline loads from the verified local folder by path (never by package name, never from
-a hub), without the parser, which retrieval does not need. Loaded pipelines are shared per folder
-within a process: loading costs ~0.5 s and the pipeline is read-only.
+a hub), on the first text to analyse, without the parser, which retrieval does not need, and
+without torch (spacy_import.py). Loaded pipelines are shared per folder within a process: loading
+costs ~0.3 s and the pipeline is read-only.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from .entities import normalize_entity
 from .errors import ModelError
 from .records import EntityMention
+from .spacy_import import import_spacy
 
 MAX_QUERY_NGRAM = 3
 _PARTS = re.compile(r"[^\w]+")
@@ -67,7 +69,7 @@ def load_spacy(folder: Path) -> Any:
     with _PIPELINES_LOCK:
         if key not in _PIPELINES:
             try:
-                import spacy
+                spacy = import_spacy()
             except ImportError as exc:
                 raise ModelError(
                     "text analysis needs spaCy: pip install 'offline_mem[nlp]'"
