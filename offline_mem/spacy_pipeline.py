@@ -1,0 +1,72 @@
+"""The pinned spaCy pipeline: loaded once per folder and process, with the components calls need.
+
+Retrieval never needs the parser nor the senter. A search needs tok2vec, tagger,
+attribute_ruler and lemmatizer (lemmas, parts of speech, stop words; nlp.QUERY_SKIPS); a write
+needs the named-entity recogniser too (entities.py). So the first call loads what it needs, and
+the first write of a process that has only searched so far adds the recogniser, as spacy.load
+would have (created from the folder's config, its weights read, appended last). In
+en_core_web_sm the recogniser has its own tok2vec, so no other component's output depends on it
+(tests/test_spacy_pipeline.py compares the two ways). Measured on this 2-core machine, loaded
+by another process: 0.47 s to load without the recogniser against 0.53 s with it; adding it
+later, 0.05 s.
+
+Loading is by path (never by package name, never from a hub) and imports spaCy the fast way
+(spacy_import.py). The pipeline is read-only once loaded; adding the recogniser appends to it
+under the lock, and a search running meanwhile calls its components one by one without it.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from .errors import ModelError
+
+UNUSED = ("parser", "senter")
+RECOGNISER = "ner"
+
+_PIPELINES: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+
+def load_spacy(folder: Path, *, entities: bool = True) -> Any:
+    """The shared pipeline of `folder`; with `entities`, one that includes the recogniser."""
+    key = str(Path(folder).resolve())
+    with _LOCK:
+        nlp = _PIPELINES.get(key)
+        if nlp is None:
+            skipped = UNUSED if entities else (*UNUSED, RECOGNISER)
+            nlp = _PIPELINES[key] = _load(key, exclude=list(skipped))
+        elif entities and RECOGNISER not in nlp.pipe_names:
+            _add_recogniser(nlp, key)
+        return nlp
+
+
+def _load(folder: str, **options: Any) -> Any:
+    from .spacy_import import import_spacy
+
+    try:
+        spacy = import_spacy()
+    except ImportError as exc:
+        raise ModelError("text analysis needs spaCy: pip install 'offline_mem[nlp]'") from exc
+    try:
+        return spacy.load(folder, **options)
+    except Exception as exc:  # spaCy raises many types; one typed error out
+        raise ModelError(f"cannot load the spaCy pipeline from {folder}: {exc}") from exc
+
+
+def _add_recogniser(nlp: Any, folder: str) -> None:
+    """What spacy.load does for the component (Language.from_config, then from_disk): create it
+    from the folder's config, then read its weights and labels."""
+    from spacy.util import load_config
+
+    config = dict(
+        load_config(Path(folder) / "config.cfg", interpolate=True)["components"][RECOGNISER]
+    )
+    factory = config.pop("factory")
+    try:
+        component = nlp.add_pipe(factory, name=RECOGNISER, config=config)
+        component.from_disk(Path(folder) / RECOGNISER, exclude=["vocab"])
+    except Exception as exc:  # spaCy raises many types; one typed error out
+        raise ModelError(f"cannot load the recogniser of {folder}: {exc}") from exc
