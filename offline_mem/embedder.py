@@ -52,7 +52,8 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
 
 
 class _Encoder(Protocol):
-    dimension: int
+    @property
+    def dimension(self) -> int: ...
 
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 

@@ -111,8 +111,8 @@ def _torch_hidden_from_thinc(hide: bool) -> Iterator[None]:
         yield
         return
     finder = _HideTorchFromThinc()
-    sys.meta_path.insert(0, finder)  # type: ignore[arg-type]
+    sys.meta_path.insert(0, finder)
     try:
         yield
     finally:
-        sys.meta_path.remove(finder)  # type: ignore[arg-type]
+        sys.meta_path.remove(finder)
