@@ -78,11 +78,12 @@ print(json.dumps({
 """
 
 
-def run_child(args: list[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MB, stdout) of one new process; fails on a non-zero exit."""
+def run_child(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS in MB, stdout) of one new process; fails on a non-zero exit.
+    `cwd` matters: `python -m`/`-c` put it first on sys.path, before PYTHONPATH."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
-        child = subprocess.Popen(args, env=env, stdout=out, stderr=err, text=True)
+        child = subprocess.Popen(args, env=env, cwd=cwd, stdout=out, stderr=err, text=True)
         _, status, usage = os.wait4(child.pid, 0)  # the child's own rusage
         wall = time.perf_counter() - started
         child.returncode = os.waitstatus_to_exitcode(status)
@@ -97,9 +98,13 @@ def measure(runs: int, source: Path, workdir: Path) -> dict[str, Any]:
     env = os.environ.copy()
     env["PYTHONPATH"] = str(source)
     python = sys.executable
+    _, _, imported = run_child([python, "-c", "import offline_mem; print(offline_mem.__file__)"],
+                               env, workdir)  # fmt: skip
+    if not Path(imported.strip()).is_relative_to(source):
+        raise RuntimeError(f"the children import offline_mem from {imported.strip()}, not {source}")
     template = workdir / "one.db"
     run_child([python, "-m", "offline_mem.cli", "--db", str(template), "add", "--no-infer",
-               MEMORY, "--user", "ana"], env)  # fmt: skip
+               MEMORY, "--user", "ana"], env, workdir)  # fmt: skip
 
     def fresh_copy(name: str) -> str:
         path = workdir / name
@@ -124,10 +129,10 @@ def measure(runs: int, source: Path, workdir: Path) -> dict[str, Any]:
     phases: list[dict[str, float]] = []
     for _ in range(runs):
         for name, command in cases.items():
-            wall, peak, _ = run_child(command(), env)
+            wall, peak, _ = run_child(command(), env, workdir)
             walls[name].append(wall)
             rss[name].append(peak)
-        _, _, out = run_child([python, "-c", SEARCH_PHASES, str(template), QUERY], env)
+        _, _, out = run_child([python, "-c", SEARCH_PHASES, str(template), QUERY], env, workdir)
         phases.append(json.loads(out.strip().splitlines()[-1]))
     base = statistics.median(walls["import_sentence_transformers"])
     figures = {

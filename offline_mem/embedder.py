@@ -105,7 +105,7 @@ class SentenceTransformerEmbedder(Embedder):
 
     @property
     def backend(self) -> str:
-        """ "numpy" or "sentence-transformers": what computes the vectors (loads the model)."""
+        """Which code computes the vectors, "numpy" or "sentence-transformers" (loads them)."""
         from .bert_numpy import NumpyBertEncoder
 
         return "numpy" if isinstance(self._load(), NumpyBertEncoder) else "sentence-transformers"
