@@ -36,6 +36,7 @@ def __getattr__(name: str) -> Any:
         return AsyncMemory
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = [
     "AsyncMemory",
     "ConfigError",
