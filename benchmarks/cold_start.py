@@ -148,11 +148,19 @@ def measure(runs: int, source: Path, workdir: Path) -> dict[str, Any]:
     return {"figures": figures, "search_phases_s": phase_medians}
 
 
+def git_commit(source: Path) -> str | None:
+    done = subprocess.run(
+        ["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True, text=True
+    )
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--source", type=Path, default=ROOT, help="checkout to measure")
     parser.add_argument("--name", default="cold_start")
+    parser.add_argument("--note", default="", help="what --source is, for the record")
     args = parser.parse_args()
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="cold_start_") as tmp:
@@ -160,6 +168,8 @@ def main() -> None:
     result = {
         "command": "python -m benchmarks.cold_start " + " ".join(sys.argv[1:]),
         "source": str(args.source.resolve()),
+        "source_commit": git_commit(args.source),
+        "note": args.note,
         "runs": args.runs,
         "cpu_count": os.cpu_count(),
         "load_average_before": [round(x, 2) for x in load_before],
