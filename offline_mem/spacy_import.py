@@ -1,13 +1,17 @@
-"""Import spaCy in 0.6 s instead of 2.3: without torch, without its command line, without GC.
+"""Import spaCy without torch, without its command line, without the garbage collector's passes.
 
-Measured on this 2-core machine (another process loading both cores), `import spacy`:
+Three costs of a plain `import spacy` here, none of which text analysis needs:
 - thinc, spaCy's model library, imports torch at its own import when torch is installed (to offer
-  PyTorch layers), and torch is installed here for sentence-transformers: 2.3 s with it, 1.2 s
-  without. The pinned en_core_web_sm runs on thinc's numpy layers and never calls torch.
-- spaCy's package imports its command line (`spacy.info`, through spacy.cli: typer, weasel,
-  requests, httpx, jinja2) for one re-exported function: 0.3-0.4 s more.
+  PyTorch layers), and torch is installed here for sentence-transformers. The pinned
+  en_core_web_sm runs on thinc's numpy layers and never calls torch.
+- spaCy's package imports its command line (spacy.cli: typer, weasel, requests, httpx, jinja2)
+  to re-export one function, `spacy.info`.
 - the cyclic garbage collector runs again and again over the objects the import creates and
-  frees none of them: 0.3 s more.
+  frees none of them.
+Measured on this 2-core machine while other processes kept both cores busy (load 7-8; medians of
+3 fresh processes, same run): plain 7.2 s; without torch 2.0 s; also without the command line
+1.9 s; also without the collector's passes (this module) 1.4 s. With less load: 2.3 s plain,
+0.6-0.75 s this way.
 
 So when offline_mem is the first to import spaCy, the import runs with the garbage collector
 paused, with `spacy.cli.info` standing in as a module whose `info` imports the real one when

@@ -27,19 +27,24 @@ UNUSED = ("parser", "senter")
 RECOGNISER = "ner"
 
 _PIPELINES: dict[str, Any] = {}
+_WITHOUT_RECOGNISER: set[str] = set()  # folders whose pipeline was loaded for searches only
 _LOCK = threading.Lock()
 
 
 def load_spacy(folder: Path, *, entities: bool = True) -> Any:
-    """The shared pipeline of `folder`; with `entities`, one that includes the recogniser."""
+    """The shared pipeline of `folder`; with `entities`, one that includes the recogniser (if
+    the folder has one)."""
     key = str(Path(folder).resolve())
     with _LOCK:
         nlp = _PIPELINES.get(key)
         if nlp is None:
             skipped = UNUSED if entities else (*UNUSED, RECOGNISER)
             nlp = _PIPELINES[key] = _load(key, exclude=list(skipped))
-        elif entities and RECOGNISER not in nlp.pipe_names:
+            if not entities:
+                _WITHOUT_RECOGNISER.add(key)
+        elif entities and key in _WITHOUT_RECOGNISER:
             _add_recogniser(nlp, key)
+            _WITHOUT_RECOGNISER.discard(key)
         return nlp
 
 
@@ -91,12 +96,15 @@ def _add_recogniser(nlp: Any, folder: str) -> None:
     from the folder's config, then read its weights and labels."""
     from spacy.util import load_config
 
-    config = dict(
-        load_config(Path(folder) / "config.cfg", interpolate=True)["components"][RECOGNISER]
-    )
-    factory = config.pop("factory")
     try:
+        saved = load_config(Path(folder) / "config.cfg", interpolate=True)
+        if RECOGNISER not in saved["nlp"]["pipeline"]:
+            return  # a pipeline without one: nothing was left out
+        config = dict(saved["components"][RECOGNISER])
+        factory = config.pop("factory")
         component = nlp.add_pipe(factory, name=RECOGNISER, config=config)
         component.from_disk(Path(folder) / RECOGNISER, exclude=["vocab"])
+        if RECOGNISER in saved["nlp"].get("disabled", []):
+            nlp.disable_pipe(RECOGNISER)  # as spacy.load leaves it
     except Exception as exc:  # spaCy raises many types; one typed error out
         raise ModelError(f"cannot load the recogniser of {folder}: {exc}") from exc
