@@ -3,7 +3,8 @@
 Importing the package does no I/O and reads no environment; models load on first use.
 """
 
-from .async_memory import AsyncMemory
+from typing import TYPE_CHECKING, Any
+
 from .config import MemoryConfig
 from .embedder import Embedder, EmbedderIdentity
 from .errors import (
@@ -22,6 +23,19 @@ from .errors import (
     ValidationError,
 )
 from .memory import Memory
+
+if TYPE_CHECKING:
+    from .async_memory import AsyncMemory
+
+
+def __getattr__(name: str) -> Any:
+    # AsyncMemory brings asyncio (~50 ms of a cold start): imported when first asked for
+    if name == "AsyncMemory":
+        from .async_memory import AsyncMemory
+
+        return AsyncMemory
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AsyncMemory",

@@ -1,23 +1,24 @@
 """Embedders: one abstract batch method; vectors are float32, L2-normalised.
 
-The sentence-transformers implementation loads the pinned all-MiniLM-L6-v2 from a verified local
-folder, with every hub lookup switched off; the weights load lazily, on the first embed.
+`SentenceTransformerEmbedder` computes the pinned all-MiniLM-L6-v2's vectors from its verified
+local folder, without any hub lookup; the weights load lazily, on the first embed.
 """
 
 from __future__ import annotations
 
-import os
+import logging
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 
 from .errors import ModelError
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -50,26 +51,20 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     return (vectors / norms).astype(np.float32, copy=False)
 
 
-_OFFLINE_FLAGS = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+class _Encoder(Protocol):
+    @property
+    def dimension(self) -> int: ...
 
-
-@contextmanager
-def _quiet_loading() -> Iterator[None]:
-    """transformers draws a "Loading weights" progress bar on stderr at every load; a library
-    opened by an application must not. Its setting is restored afterwards."""
-    from transformers.utils import logging as transformers_logging
-
-    was_enabled = transformers_logging.is_progress_bar_enabled()
-    transformers_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            transformers_logging.enable_progress_bar()
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 class SentenceTransformerEmbedder(Embedder):
-    """all-MiniLM-L6-v2 (or any sentence-transformers folder) from a local, verified path."""
+    """all-MiniLM-L6-v2 (or any sentence-transformers folder) from a local, verified path.
+
+    A folder laid out as the pinned model is — BERT, mean pooling, Normalize (bert_layout.py) —
+    runs on the numpy forward (bert_numpy.py): sentence-transformers' vectors without importing
+    it, transformers or torch, ~10 s of a cold start. Any other layout loads sentence-transformers
+    (st_encoder.py). Either loads on the first embed."""
 
     def __init__(
         self, model_dir: Path, identity: EmbedderIdentity, *, batch_size: int = 64
@@ -77,69 +72,51 @@ class SentenceTransformerEmbedder(Embedder):
         self.model_dir = Path(model_dir)
         self.identity = identity
         self.batch_size = batch_size
-        self._model: Any = None
-        self._direct: Any = None  # DirectBertEncoder for single texts, when the layout allows
+        self._encoder: _Encoder | None = None
         self._lock = threading.Lock()
-        # One call at a time: the fast tokenizer changes its padding settings per call and
-        # raises "Already borrowed" when two threads use it at once.
-        self._call_lock = threading.RLock()
 
-    def _load(self) -> Any:
+    def _load(self) -> _Encoder:
         with self._lock:
-            if self._model is None:
-                # Set before the import: transformers and huggingface_hub read them at import.
-                for key, value in _OFFLINE_FLAGS.items():
-                    os.environ.setdefault(key, value)
-                from sentence_transformers import SentenceTransformer
-
-                try:
-                    with _quiet_loading():
-                        self._model = SentenceTransformer(
-                            str(self.model_dir), device="cpu", local_files_only=True
-                        )
-                except Exception as exc:  # the library raises many types; one typed error out
-                    raise ModelError(f"cannot load embedder from {self.model_dir}: {exc}") from exc
-                get_dim = getattr(self._model, "get_embedding_dimension", None) or (
-                    self._model.get_sentence_embedding_dimension
-                )
-                dim = get_dim()
-                if dim != self.identity.dimension:
+            if self._encoder is None:
+                encoder = self._open()
+                if encoder.dimension != self.identity.dimension:
                     raise ModelError(
-                        f"embedder at {self.model_dir} gives {dim} dimensions, "
+                        f"embedder at {self.model_dir} gives {encoder.dimension} dimensions, "
                         f"the manifest says {self.identity.dimension}"
                     )
-                from .bert_forward import DirectBertEncoder
+                self._encoder = encoder
+            return self._encoder
 
-                self._direct = DirectBertEncoder.from_model(self._model)
-            return self._model
+    def _open(self) -> _Encoder:
+        from .bert_layout import UnsupportedLayout
+
+        try:
+            try:
+                from .bert_numpy import load_encoder
+
+                return load_encoder(self.model_dir, batch_size=self.batch_size)
+            except UnsupportedLayout as why:
+                logger.debug("%s: %s; loading sentence-transformers", self.model_dir, why)
+                from .st_encoder import SentenceTransformersEncoder
+
+                return SentenceTransformersEncoder.load(self.model_dir, self.batch_size)
+        except Exception as exc:  # the libraries raise many types; one typed error out
+            raise ModelError(f"cannot load embedder from {self.model_dir}: {exc}") from exc
+
+    @property
+    def backend(self) -> str:
+        """Which code computes the vectors, "numpy" or "sentence-transformers" (loads them)."""
+        from .bert_numpy import NumpyBertEncoder
+
+        return "numpy" if isinstance(self._load(), NumpyBertEncoder) else "sentence-transformers"
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.identity.dimension), dtype=np.float32)
-        model = self._load()
-        with self._call_lock:
-            vectors = model.encode(
-                list(texts),
-                batch_size=self.batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-            )
-        return normalize_rows(vectors)
-
-    def embed(self, text: str) -> np.ndarray:
-        """One text (a query): the direct BERT forward when the model's layout allows it (same
-        vector, a quarter less time; see bert_forward.py), else `encode`."""
-        self._load()
-        direct = self._direct
-        if direct is None:
-            return self.embed_batch([text])[0]
-        with self._call_lock:
-            return direct.encode_one(text)
+        return normalize_rows(self._load().encode(list(texts)))
 
     def close(self) -> None:
-        self._model = None
-        self._direct = None
+        self._encoder = None
 
 
 class QueryVectorCache(Embedder):

@@ -90,23 +90,24 @@ class SpacyEntities(EntityExtractor):
     def __init__(self, name: str, models_dir: Path | None = None) -> None:
         self.name = name
         self.models_dir = models_dir
-        self._nlp: Any = None
+        self._folder: Path | None = None
         self._lock = threading.Lock()
 
-    def _load(self) -> Any:
+    def _load(self, *, entities: bool) -> Any:
         with self._lock:
-            if self._nlp is None:
+            if self._folder is None:
                 from .model_files import verified_model_dir
-                from .nlp import load_spacy
 
-                # One pipeline per folder per process, shared with keyword analysis (nlp.py).
-                self._nlp = load_spacy(verified_model_dir(self.name, self.models_dir))
-            return self._nlp
+                self._folder = verified_model_dir(self.name, self.models_dir)
+        from .spacy_pipeline import load_spacy
+
+        # One pipeline per folder per process, shared with keyword analysis (nlp.py).
+        return load_spacy(self._folder, entities=entities)
 
     def extract_batch(self, texts: Sequence[str]) -> list[list[EntityMention]]:
         if not texts:
             return []
-        nlp = self._load()
+        nlp = self._load(entities=True)
         from .nlp import parse
 
         return [_from_doc(doc) for doc in parse(nlp, texts)]
@@ -116,10 +117,10 @@ class SpacyEntities(EntityExtractor):
         quoted titles, which cover names longer than the n-grams search looks up."""
         from .nlp import parse
 
-        return _from_doc(parse(self._load(), [text], query=True)[0])
+        return _from_doc(parse(self._load(entities=False), [text], query=True)[0])
 
     def close(self) -> None:
-        self._nlp = None
+        self._folder = None
 
 
 def _from_doc(doc: Any) -> list[EntityMention]:

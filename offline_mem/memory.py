@@ -15,7 +15,6 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from . import inference
 from .config import MemoryConfig, resolve_db_path, resolve_models_dir
 from .embedder import Embedder, QueryVectorCache
 from .entities import EntityExtractor, NoEntities, SpacyEntities
@@ -222,6 +221,8 @@ class Memory(MemoryReads):
             return _reported(
                 self._add_raw(scope, parsed, new_messages, clean_metadata, expiry), skipped
             )
+        from . import inference  # extraction's modules: a search or raw add never loads them
+
         request = inference.AddRequest(
             scope=scope, messages=new_messages, metadata=clean_metadata, expiration_date=expiry,
             instructions=prompt if prompt is not None else self.config.custom_instructions,

@@ -1,9 +1,8 @@
 """Text analysis for retrieval: keyword terms (spaCy lemmas) and the query's words.
 Entity mentions come from entities.py, with the same normalisation for memories and queries.
 
-The spaCy pipeline loads from the verified local folder by path (never by package name, never from
-a hub), without the parser, which retrieval does not need. Loaded pipelines are shared per folder
-within a process: loading costs ~0.5 s and the pipeline is read-only.
+The spaCy pipeline loads from the verified local folder on the first text to analyse, with the
+components the call needs (spacy_pipeline.py), shared per folder within a process.
 """
 
 from __future__ import annotations
@@ -18,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from .entities import normalize_entity
-from .errors import ModelError
 from .records import EntityMention
+from .spacy_pipeline import load_spacy
 
 MAX_QUERY_NGRAM = 3
 _PARTS = re.compile(r"[^\w]+")
@@ -56,27 +55,6 @@ class TextAnalyzer(ABC):
             for start in range(len(words) - size + 1):
                 norms.append(normalize_entity(" ".join(words[start : start + size])))
         return sorted({n for n in norms if n})[:200]
-
-
-_PIPELINES: dict[str, Any] = {}
-_PIPELINES_LOCK = threading.Lock()
-
-
-def load_spacy(folder: Path) -> Any:
-    key = str(Path(folder).resolve())
-    with _PIPELINES_LOCK:
-        if key not in _PIPELINES:
-            try:
-                import spacy
-            except ImportError as exc:
-                raise ModelError(
-                    "text analysis needs spaCy: pip install 'offline_mem[nlp]'"
-                ) from exc
-            try:
-                _PIPELINES[key] = spacy.load(key, exclude=["parser", "senter"])
-            except Exception as exc:  # spaCy raises many types; one typed error out
-                raise ModelError(f"cannot load the spaCy pipeline from {folder}: {exc}") from exc
-        return _PIPELINES[key]
 
 
 _DOCS: OrderedDict[tuple[int, bool, str], Any] = OrderedDict()
@@ -133,11 +111,12 @@ class SpacyAnalyzer(TextAnalyzer):
     def analyze_batch(self, texts: Sequence[str]) -> list[Analysis]:
         if not texts:
             return []
-        nlp = load_spacy(self.folder)
+        # a write's docs serve its entity extraction too (parse's cache): with the recogniser
+        nlp = load_spacy(self.folder, entities=True)
         return [_from_doc(doc) for doc in parse(nlp, texts, batch_size=self.batch_size)]
 
     def analyze_query(self, text: str) -> Analysis:
-        return _from_doc(parse(load_spacy(self.folder), [text], query=True)[0])
+        return _from_doc(parse(load_spacy(self.folder, entities=False), [text], query=True)[0])
 
 
 def _from_doc(doc: Any) -> Analysis:

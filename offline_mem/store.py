@@ -137,7 +137,8 @@ class Store(SearchSignals, MessageIndex):
             stamp = iso(moment)
             last = stamp
             metadata = (
-                None if not message.metadata
+                None
+                if not message.metadata
                 else json.dumps(message.metadata, ensure_ascii=False, sort_keys=True)
             )
             cursor = self.db.execute(

@@ -150,9 +150,7 @@ def test_sigkill_at_random_moments_loses_nothing_acknowledged(tmp_path: Path) ->
         # Half the runs stall before each statement (a slow disk), so that more kills land
         # inside a transaction rather than in the fsync after its last write.
         stall_ms = rng.choice([0.0, 2.0])
-        writer = run_until_killed(
-            db, log, next_op, delay, stall_ms, after_ready=not during_start
-        )
+        writer = run_until_killed(db, log, next_op, delay, stall_ms, after_ready=not during_start)
         lines = read_lines(log)
         errors = [line for line in lines if line["t"] == "error"]
         assert not errors and writer.returncode == -signal.SIGKILL, (

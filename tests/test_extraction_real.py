@@ -73,9 +73,7 @@ def test_reproducible_mode_gives_the_same_memories_whatever_the_cache_held(tmp_p
                 m.add(before, user_id="tomas")
             m.add(conversation, user_id="joana")
             texts.append([r["memory"] for r in m.get_all(filters={"user_id": "joana"})["results"]])
-            versions |= {
-                row[0] for row in m.store.db.query("SELECT prompt_version FROM memories")
-            }
+            versions |= {row[0] for row in m.store.db.query("SELECT prompt_version FROM memories")}
             m.store.close()
     finally:
         extractor.close()

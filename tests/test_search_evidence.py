@@ -32,9 +32,9 @@ def memory(tmp_path):
 
 
 def test_search_returns_facts_and_turns_in_one_ranking(memory):
-    found = memory.search(
-        "kitten Pixel", filters={"user_id": "rui"}, top_k=10, threshold=None
-    )["results"]
+    found = memory.search("kitten Pixel", filters={"user_id": "rui"}, top_k=10, threshold=None)[
+        "results"
+    ]
     kinds = [item["kind"] for item in found]
     assert kinds.count("fact") == 1 and kinds.count("message") == 2
     scores = [item["score"] for item in found]
@@ -94,8 +94,9 @@ def test_get_and_delete_a_message_by_its_id(memory):
     assert memory.get(fact_id)["memory"] == "Rui adopted a grey kitten called Pixel."
     assert memory.store.counts()["messages"] == 1
     assert memory.store.counts()["message_vectors"] == 1
-    assert memory.search_messages("kitten", filters={"user_id": "rui"})["results"][0]["id"] != (
-        kitten["id"]
+    assert (
+        memory.search_messages("kitten", filters={"user_id": "rui"})["results"][0]["id"]
+        != (kitten["id"])
     )
     assert violations(memory.store.db) == []
     with pytest.raises(KeyError):
@@ -117,7 +118,10 @@ def test_rank_evidence_is_one_scale_for_both_kinds():
     out = rank_evidence(facts, messages, known_entities=[], weights=weights, threshold=0.1,
                         top_k=10)  # fmt: skip
     assert [(e.kind, e.key) for e in out] == [
-        ("message", 10), ("fact", 1), ("message", 11), ("fact", 2)
+        ("message", 10),
+        ("fact", 1),
+        ("message", 11),
+        ("fact", 2),
     ]
     assert out[0].score == pytest.approx(0.54) and out[2].score == pytest.approx(0.30)
     named = rank_evidence(facts, messages, known_entities=["rui"], weights=weights,
@@ -127,7 +131,10 @@ def test_rank_evidence_is_one_scale_for_both_kinds():
     led = rank_evidence([ranked(3, 0.05), *facts], messages[:1], known_entities=[],
                         weights=weights, threshold=0.1, top_k=10)  # fmt: skip
     assert [(e.kind, e.key) for e in led] == [
-        ("message", 10), ("fact", 3), ("fact", 1), ("fact", 2)
+        ("message", 10),
+        ("fact", 3),
+        ("fact", 1),
+        ("fact", 2),
     ]
 
 

@@ -27,7 +27,8 @@ def test_prefixes_count_only_in_a_transcript_written_that_way():
     turns = [message("Tomasz: I started pottery classes"), message("Lea: Since when?")]
     named = with_speakers(turns)
     assert [(m.name, m.content) for m in named] == [
-        ("Tomasz", "I started pottery classes"), ("Lea", "Since when?")
+        ("Tomasz", "I started pottery classes"),
+        ("Lea", "Since when?"),
     ]
     # the scope's recent messages show the format too: a single new turn is then read as well
     (one,) = with_speakers([message("Lea: I moved to Ghent")], ["Tomasz: hi", "Lea: hello"])

@@ -56,9 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument("--top-k", type=int, default=10)
     parser.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS)
-    parser.add_argument(
-        "--out", type=Path, default=ROOT / "benchmarks/results/dev_retrieval.json"
-    )
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/dev_retrieval.json")
     args = parser.parse_args(argv)
     cfg = {"chunk": 2, "max_turns": None, "max_sessions": args.max_sessions,
            "max_questions": None}  # fmt: skip
@@ -121,8 +119,10 @@ def main(argv: list[str] | None = None) -> int:
               "summary": summary, "rows": rows}  # fmt: skip
     args.out.write_text(json.dumps(report, indent=1) + "\n")
     for name, values in summary.items():
-        print(f"{name:24} gold-in-results {values['gold_in_context']:.3f}  "
-              f"evidence recall {values['evidence_recall']}  (n={values['questions']})")
+        print(
+            f"{name:24} gold-in-results {values['gold_in_context']:.3f}  "
+            f"evidence recall {values['evidence_recall']}  (n={values['questions']})"
+        )
     return 0
 
 

@@ -164,9 +164,7 @@ def add(
 @click.option("--show-expired", is_flag=True, help="Include expired memories.")
 @click.option("--explain", is_flag=True, help="Show each signal's part of the score.")
 @click.option("--sources", is_flag=True, help="Show the messages each memory came from.")
-@click.option(
-    "--facts-only", is_flag=True, help="Only extracted facts, not the stored messages."
-)
+@click.option("--facts-only", is_flag=True, help="Only extracted facts, not the stored messages.")
 @pass_state
 def search(
     state: CliState,
