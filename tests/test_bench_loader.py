@@ -16,7 +16,7 @@ TINY = Path(__file__).parent / "fixtures" / "locomo_tiny.json"
 def test_loads_sessions_in_numeric_order_with_dates():
     (sample,) = load_locomo(TINY)
     assert sample.sample_id == "tiny-1"
-    assert (sample.speaker_a, sample.speaker_b) == ("Caroline", "Melanie")
+    assert (sample.speaker_a, sample.speaker_b) == ("Lena", "Tomas")
     assert [s.number for s in sample.sessions] == [1, 2, 10]  # not "1, 10, 2"
     assert sample.sessions[0].when == datetime(2023, 5, 8, 13, 56)
     assert sample.sessions[2].when == datetime(2023, 6, 2, 9, 15)
