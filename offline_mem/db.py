@@ -188,15 +188,30 @@ class Database:
     def _translated(self) -> Iterator[None]:
         """Driver errors about the file become typed: CorruptFileError when SQLite says the file
         is damaged, StoreError otherwise (I/O, locks, read-only, sqlite-vec failures).
-        IntegrityError and ProgrammingError stay as they are: they mean a bug here."""
+        IntegrityError and ProgrammingError stay as they are: they mean a bug here, unless a
+        constraint failed because the file is damaged (a scribbled index page hides rows that a
+        foreign key still sees), which SQLite's quick_check then confirms."""
         try:
             yield
-        except (self.driver.IntegrityError, self.driver.ProgrammingError):
+        except self.driver.IntegrityError as exc:
+            if self._damaged():
+                raise CorruptFileError(f"memory file {self.path!r} is corrupted: {exc}") from exc
+            raise
+        except self.driver.ProgrammingError:
             raise
         except self.driver.DatabaseError as exc:
             if _is_corruption(exc):
                 raise CorruptFileError(f"memory file {self.path!r} is corrupted: {exc}") from exc
             raise StoreError(f"memory file {self.path!r}: {exc}") from exc
+
+    def _damaged(self) -> bool:
+        """Whether SQLite's quick_check finds the file damaged (only after an error: it reads
+        every page)."""
+        try:
+            rows = self.conn.execute("PRAGMA quick_check").fetchall()
+        except self.driver.DatabaseError:
+            return True
+        return rows != [("ok",)]
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         if self.tracer is not None:

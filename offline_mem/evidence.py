@@ -4,19 +4,22 @@ Facts are short, dated and attributed, but a small extractor leaves things out a
 wrong; the turns they came from hold the rest. Measured on a real held-out conversation (issue
 19): facts alone answered at F1 0.352 with 0.469 of the gold tokens in the top 10, the raw turns
 at 0.339 / 0.563, both together at 0.401 / 0.579. So `search` ranks both kinds on the fixed
-[0, 1] scale of ranking.py, with the same weights:
+[0, 1] scale of ranking.py:
 
-- a fact scores as in ranking.py (semantic, keyword and entity signals);
-- a message scores on the signals it has: semantic (cosine of the query and the message's
-  "Name: content" vector) and entity (the share of the query's known entities its text names,
-  its speaker's name included); messages have no keyword index, so their keyword part is 0.
+- a fact scores as in ranking.py (semantic, keyword and entity signals, `ranking_weights`);
+- a message scores on the same three signals of its own: semantic (cosine of the query and the
+  message's "Name: content" vector), keyword (BM25 over the messages' own keyword index, on
+  [0, 1] as a fact's) and entity (the share of the query's known entities its text names), with
+  MESSAGE_WEIGHTS.
 
 Facts take at most FACT_SHARE of the places. Being short, a fact is closer to a question than
 the chatty turn it came from, so by score alone facts took most places and pushed out turns that
 held the answer. Measured on the dev set (8 real conversations, first 4 sessions, 166
 questions, top 10; `benchmarks/locomo/retrieval_variants.py`), share of the gold answer's tokens
 in the results / evidence recall: turns only 0.587 / 0.693, facts only 0.387 / 0.355, both by
-score 0.576 / 0.636, both with at most 3 facts 0.603 / 0.699, at most 5 facts 0.598 / 0.675.
+score 0.576 / 0.636, both with at most 3 facts 0.603 / 0.699, at most 5 facts 0.598 / 0.675
+(before the messages' keyword index; with it and MESSAGE_WEIGHTS, at most 3 facts 0.657 / 0.795,
+at most 2 facts 0.671 / 0.801).
 A turn is scored by its own text only: scoring it also at the score of the best fact made from it
 (a turn "found through its facts") put fact and turn side by side, the same text twice, and gave
 0.545 / 0.593.
@@ -44,6 +47,7 @@ class MessageSignals:
     seq: int
     cosine: float | None
     text: str  # as embedded: "Name: content" when the message has a name
+    keyword: float = 0.0  # on [0, 1], as a fact's (ranking.keyword_share)
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,13 @@ def entity_share(text: str, known_entities: Iterable[str]) -> float:
     return sum(1 for norm in known if norm in words) / len(known)
 
 
+# A message's weights (a fact's are the configured `ranking_weights`): measured on the dev set
+# as above, evidence recall / gold tokens in the results of `search`: semantic and entity only
+# (the fact weights, 0.6 / 0.35, no keyword index) 0.699 / 0.603; with the message keyword
+# index at the fact weights (keyword 0.05) 0.707 / 0.612; (0.5, 0.5, 0) 0.795 / 0.657. Chatty
+# turns hold the names of things, titles and numbers the embedder misses, and the two
+# speakers' names, in most questions and most turns, carry nothing (entity 0).
+MESSAGE_WEIGHTS = Weights(semantic=0.5, keyword=0.5, entity=0.0)
 FACT_SHARE = 0.3  # of the places, at most (rounded up): 3 of 10
 
 
@@ -88,9 +99,9 @@ def rank_evidence(
     messages: Sequence[MessageSignals],
     *,
     known_entities: Iterable[str],
-    weights: Weights,
     threshold: float | None,
     top_k: int,
+    message_weights: Weights = MESSAGE_WEIGHTS,
 ) -> list[Evidence]:
     """Facts and messages in one list, best first, cut at `top_k`; at most `fact_places(top_k)`
     facts when there are messages to rank.
@@ -104,9 +115,11 @@ def rank_evidence(
     for message in messages:
         semantic = max(0.0, min(1.0, message.cosine or 0.0))
         entity = entity_share(message.text, known)
-        score = weights.semantic * semantic + weights.entity * entity
+        keyword = message.keyword
+        w = message_weights
+        score = w.semantic * semantic + w.keyword * keyword + w.entity * entity
         if threshold is None or score >= threshold:
-            turns.append(Evidence("message", message.seq, score, semantic, 0.0, entity))
+            turns.append(Evidence("message", message.seq, score, semantic, keyword, entity))
     turns.sort(key=lambda e: (-e.score, e.key))
     kept_facts = facts[: fact_places(top_k)] if turns else facts
     merged: list[Evidence] = []

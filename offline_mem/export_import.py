@@ -59,11 +59,12 @@ def import_data(
     analyses = memory.analyzer.analyze_batch([keyword_text(r["text"]) for r in memories])
     terms = [a.terms for a in analyses]
     message_vectors = _message_vectors(memory, data.rows["message"], batch_size)
+    message_terms = _message_terms(memory, data.rows["message"])
     embedder_sha = None if same else target.sha256
     with memory._lock:
         bulk_insert(
-            memory.store, data, vectors, terms,
-            embedder_sha256=embedder_sha, message_vectors=message_vectors,
+            memory.store, data, vectors, terms, embedder_sha256=embedder_sha,
+            message_vectors=message_vectors, message_terms=message_terms,
         )  # fmt: skip
     counts = {kind: data.count(kind) for kind in ORDER}
     return ImportReport(counts=counts, reembedded=not reuse, embedder=target.name)
@@ -84,6 +85,14 @@ def _message_vectors(
     return found
 
 
+def _message_terms(memory: Any, rows: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Keyword terms of the indexed messages, by message id (of the text their vector is of)."""
+    indexed = [r for r in rows if is_indexed_message(r["role"], r["content"])]
+    texts = [message_embedding_text(r.get("name"), r["content"]) for r in indexed]
+    analyses = memory.analyzer.analyze_batch(texts)
+    return {r["id"]: a.terms for r, a in zip(indexed, analyses, strict=True)}
+
+
 def _clashes(db: Database, table: str, ids: list[str]) -> list[str]:
     found: list[str] = []
     for start in range(0, len(ids), 500):
@@ -101,13 +110,14 @@ def bulk_insert(
     *,
     embedder_sha256: str | None = None,
     message_vectors: dict[str, np.ndarray] | None = None,
+    message_terms: dict[str, list[str]] | None = None,
 ) -> None:
     """Insert every row of `data` in ONE transaction, with the store's own SQL shapes: messages
     with their vector, entities, memories with their vector, keyword, provenance and entity
     rows, then history. `embedder_sha256`, when given, replaces each memory's pin (its vector
-    was re-computed). Messages without a vector leave the message index marked pending (the
-    next `Memory` to open the file fills it). Refuses (and writes nothing) when an id already
-    exists in the target."""
+    was re-computed). Messages without a vector or keyword terms leave the message index
+    marked pending (the next `Memory` to open the file fills it). Refuses (and writes nothing)
+    when an id already exists in the target."""
     db = store.db
     with store.atomic():
         for table, kind in (
@@ -122,13 +132,15 @@ def bulk_insert(
                     f"(e.g. {clash[0]}); import into a fresh file"
                 )
         seqs = _insert_messages(db, data.rows["message"])
-        vectors_of = message_vectors or {}
+        vectors_of, terms_of = message_vectors or {}, message_terms or {}
         unindexed = False
         for row in data.rows["message"]:
             if not is_indexed_message(row["role"], row["content"]):
                 continue
-            if row["id"] in vectors_of:
-                store.insert_message_vector(seqs[row["id"]], row["user_id"], vectors_of[row["id"]])
+            if row["id"] in vectors_of and row["id"] in terms_of:
+                seq = seqs[row["id"]]
+                store.insert_message_vector(seq, row["user_id"], vectors_of[row["id"]])
+                store.insert_message_terms(seq, row["user_id"], terms_of[row["id"]])
             else:
                 unindexed = True
         if unindexed:

@@ -4,7 +4,8 @@ Checks: SQLite's own integrity and foreign-key checks; every memory row (active 
 exactly one vector row and one keyword document in its user's partition; no vector, keyword,
 entity-link or provenance row points at a missing memory, message or entity; the keyword
 statistics (document lengths, document frequencies, partition totals) agree with the postings;
-every vector is unit-length; every indexed message has a vector; the schema version and the
+every vector is unit-length; every indexed message has a vector and a keyword document, and the
+messages' keyword index is as sound as the memories'; the schema version and the
 embedder pinned in `meta` match this offline_mem and the configured embedder, and every memory
 was written by the pinned embedder.
 """
@@ -19,6 +20,7 @@ import numpy as np
 
 from .db import Database
 from .embedder import EmbedderIdentity
+from .keyword_index import MEMORY_KEYWORDS, MESSAGE_KEYWORDS, KeywordTables
 from .migrations import SCHEMA_VERSION
 from .store_messages import is_indexed_message
 
@@ -148,68 +150,103 @@ def _message_vectors(c: _Checker) -> None:
 
 def _keyword_rows(c: _Checker) -> None:
     memories = _memories(c)
-    docs = dict(c.db.query("SELECT memory_rowid, partition FROM keyword_docs"))
-    details = [
-        f"memory {mid} has no keyword row (keyword_docs)"
-        for rowid, (mid, _) in memories.items()
-        if rowid not in docs
-    ]
+    c.problems("keyword rows", _index_rows(c, MEMORY_KEYWORDS, "memory", memories, True))
+
+
+def _message_keyword_rows(c: _Checker) -> None:
+    """As the memories' (each indexed message has one keyword row once the index is complete)."""
+    state = c.db.query_one("SELECT value FROM meta WHERE key = 'message_vectors'")
+    complete = state is None or state[0] == "complete"
+    messages = {
+        int(seq): (mid, user or "")
+        for seq, mid, user, role, content in c.db.query(
+            "SELECT seq, id, user_id, role, content FROM messages"
+        )
+        if is_indexed_message(role, content)
+    }
+    details = _index_rows(c, MESSAGE_KEYWORDS, "message", messages, complete)
+    c.problems("message keyword rows", details)
+
+
+def _index_rows(
+    c: _Checker,
+    t: KeywordTables,
+    kind: str,
+    owners: dict[int, tuple[str, str]],
+    required: bool,
+) -> list[str]:
+    """Keyword rows of index `t` against its indexed rows (key -> (id, partition)): one doc row
+    each (when `required`), none for a missing row, in the row's partition; no orphan postings."""
+    docs = dict(c.db.query(f"SELECT {t.key}, partition FROM {t.docs}"))
+    details = []
+    if required:
+        details += [
+            f"{kind} {mid} has no keyword row ({t.docs})"
+            for key, (mid, _) in owners.items()
+            if key not in docs
+        ]
+    details += [f"{t.docs} row for {kind} {r} belongs to no {kind} (orphan)" for r in docs
+                if r not in owners]  # fmt: skip
     details += [
-        f"keyword_docs row for memory rowid {r} belongs to no memory (orphan)"
-        for r in docs
-        if r not in memories
-    ]
-    details += [
-        f"memory {memories[r][0]}'s keyword row is in partition {p!r}, not {memories[r][1]!r}"
+        f"{kind} {owners[r][0]}'s keyword row is in partition {p!r}, not {owners[r][1]!r}"
         for r, p in docs.items()
-        if r in memories and p != memories[r][1]
+        if r in owners and p != owners[r][1]
     ]
-    for rowid, count in c.db.query(
-        "SELECT memory_rowid, count(*) FROM keyword_postings p WHERE NOT EXISTS "
-        "(SELECT 1 FROM keyword_docs d WHERE d.memory_rowid = p.memory_rowid "
-        "AND d.partition = p.partition) GROUP BY memory_rowid"
+    for key, count in c.db.query(
+        f"SELECT {t.key}, count(*) FROM {t.postings} p WHERE NOT EXISTS "
+        f"(SELECT 1 FROM {t.docs} d WHERE d.{t.key} = p.{t.key} "
+        f"AND d.partition = p.partition) GROUP BY {t.key}"
     ):
         details.append(
-            f"{count} keyword_postings row(s) of rowid {rowid} have no keyword_docs "
+            f"{count} {t.postings} row(s) of {kind} {key} have no {t.docs} "
             "row in their partition (orphans)"
         )
-    c.problems("keyword rows", details)
+    return details
 
 
 def _keyword_stats(c: _Checker) -> None:
+    c.problems("keyword statistics", _index_stats(c, MEMORY_KEYWORDS))
+
+
+def _message_keyword_stats(c: _Checker) -> None:
+    c.problems("message keyword statistics", _index_stats(c, MESSAGE_KEYWORDS))
+
+
+def _index_stats(c: _Checker, t: KeywordTables) -> list[str]:
+    """Lengths, document frequencies and partition totals of index `t` agree with its rows."""
     details = []
-    for rowid, length, total in c.db.query(
-        "SELECT d.memory_rowid, d.length, coalesce(sum(p.tf), 0) FROM keyword_docs d "
-        "LEFT JOIN keyword_postings p ON p.memory_rowid = d.memory_rowid "
-        "GROUP BY d.memory_rowid HAVING d.length != coalesce(sum(p.tf), 0)"
+    for key, length, total in c.db.query(
+        f"SELECT d.{t.key}, d.length, coalesce(sum(p.tf), 0) FROM {t.docs} d "
+        f"LEFT JOIN {t.postings} p ON p.{t.key} = d.{t.key} "
+        f"GROUP BY d.{t.key} HAVING d.length != coalesce(sum(p.tf), 0)"
     ):
-        details.append(f"keyword_docs length {length} of rowid {rowid} != its postings' {total}")
+        details.append(f"{t.docs} length {length} of {key} != its postings' {total}")
     for partition, term, df, actual in c.db.query(
-        "SELECT t.partition, t.term, t.df, (SELECT count(*) FROM keyword_postings p "
-        "WHERE p.partition = t.partition AND p.term = t.term) AS n FROM keyword_terms t "
+        f"SELECT t.partition, t.term, t.df, (SELECT count(*) FROM {t.postings} p "
+        f"WHERE p.partition = t.partition AND p.term = t.term) AS n FROM {t.terms} t "
         "WHERE t.df != n"
     ):
         details.append(f"term {term!r} in partition {partition!r}: df {df}, postings {actual}")
     for partition, term in c.db.query(
-        "SELECT DISTINCT p.partition, p.term FROM keyword_postings p WHERE NOT EXISTS "
-        "(SELECT 1 FROM keyword_terms t WHERE t.partition = p.partition AND t.term = p.term)"
+        f"SELECT DISTINCT p.partition, p.term FROM {t.postings} p WHERE NOT EXISTS "
+        f"(SELECT 1 FROM {t.terms} t WHERE t.partition = p.partition AND t.term = p.term)"
     ):
         details.append(f"term {term!r} in partition {partition!r} has postings but no df row")
     stored = {
-        p: (d, t)
-        for p, d, t in c.db.query("SELECT partition, docs, total_length FROM keyword_partitions")
+        p: (d, n)
+        for p, d, n in c.db.query(f"SELECT partition, docs, total_length FROM {t.partitions}")
     }
     actual = {
-        p: (d, t)
-        for p, d, t in c.db.query(
-            "SELECT partition, count(*), sum(length) FROM keyword_docs GROUP BY partition"
+        p: (d, n)
+        for p, d, n in c.db.query(
+            f"SELECT partition, count(*), sum(length) FROM {t.docs} GROUP BY partition"
         )
     }
     for partition in sorted(set(stored) | set(actual)):
         have, want = stored.get(partition, (0, 0)), actual.get(partition, (0, 0))
         if have != want:
             details.append(f"partition {partition!r}: stored docs/length {have}, actual {want}")
-    c.problems("keyword statistics", details)
+    return details
 
 
 def _links(c: _Checker) -> None:
@@ -273,6 +310,8 @@ CHECKS: list[tuple[str, Callable[..., None]]] = [
     ("message vectors", _message_vectors),
     ("keyword rows", _keyword_rows),
     ("keyword statistics", _keyword_stats),
+    ("message keyword rows", _message_keyword_rows),
+    ("message keyword statistics", _message_keyword_stats),
     ("links", _links),
     ("models", _models),
 ]

@@ -1,6 +1,7 @@
 """The keyword index: BM25 over lemmatised terms, with each partition's own corpus statistics.
 
-Tables (all in the memory file, written in the caller's transaction):
+Tables of the memories' index (all in the memory file, written in the caller's transaction);
+the messages' index has the same four, prefixed `message_` and keyed by `message_seq`:
   keyword_docs(memory_rowid, partition, length)       one row per indexed memory
   keyword_postings(partition, term, memory_rowid, tf) the inverted index
   keyword_terms(partition, term, df)                  document frequency per partition
@@ -41,55 +42,88 @@ def partition_of(user_id: str | None) -> str:
     return user_id or ""
 
 
-def index_terms(db: Database, rowid: int, partition: str, terms: Sequence[str]) -> None:
+@dataclass(frozen=True)
+class KeywordTables:
+    """The four tables of one index and the table whose rows it indexes (`owner`, by
+    `owner_key`). Memories and messages each have their own index, so each has its own corpus
+    statistics: a chatty turn's length does not change a short fact's BM25."""
+
+    docs: str
+    postings: str
+    terms: str
+    partitions: str
+    key: str  # the indexed row's column in docs and postings
+    owner: str
+    owner_key: str
+    # SQLite's name for the postings' primary key (partition, term, key); see `_ranked`.
+    postings_key: str
+
+
+MEMORY_KEYWORDS = KeywordTables(
+    "keyword_docs", "keyword_postings", "keyword_terms", "keyword_partitions",
+    key="memory_rowid", owner="memories", owner_key="rowid",
+    postings_key="sqlite_autoindex_keyword_postings_1",
+)  # fmt: skip
+MESSAGE_KEYWORDS = KeywordTables(
+    "message_keyword_docs", "message_keyword_postings", "message_keyword_terms",
+    "message_keyword_partitions", key="message_seq", owner="messages", owner_key="seq",
+    postings_key="sqlite_autoindex_message_keyword_postings_1",
+)  # fmt: skip
+
+
+def index_terms(
+    db: Database,
+    rowid: int,
+    partition: str,
+    terms: Sequence[str],
+    t: KeywordTables = MEMORY_KEYWORDS,
+) -> None:
     counts = term_frequencies(terms)
     length = sum(counts.values())
     db.execute(
-        "INSERT INTO keyword_docs (memory_rowid, partition, length) VALUES (?, ?, ?)",
+        f"INSERT INTO {t.docs} ({t.key}, partition, length) VALUES (?, ?, ?)",
         (rowid, partition, length),
     )
     if counts:
         db.executemany(
-            "INSERT INTO keyword_postings (partition, term, memory_rowid, tf) VALUES (?, ?, ?, ?)",
+            f"INSERT INTO {t.postings} (partition, term, {t.key}, tf) VALUES (?, ?, ?, ?)",
             [(partition, term, rowid, tf) for term, tf in counts.items()],
         )
         db.executemany(
-            "INSERT INTO keyword_terms (partition, term, df) VALUES (?, ?, 1) "
+            f"INSERT INTO {t.terms} (partition, term, df) VALUES (?, ?, 1) "
             "ON CONFLICT(partition, term) DO UPDATE SET df = df + 1",
             [(partition, term) for term in counts],
         )
     db.execute(
-        "INSERT INTO keyword_partitions (partition, docs, total_length) VALUES (?, 1, ?) "
+        f"INSERT INTO {t.partitions} (partition, docs, total_length) VALUES (?, 1, ?) "
         "ON CONFLICT(partition) DO UPDATE SET docs = docs + 1, "
         "total_length = total_length + excluded.total_length",
         (partition, length),
     )
 
 
-def unindex(db: Database, rowid: int) -> None:
-    row = db.query_one(
-        "SELECT partition, length FROM keyword_docs WHERE memory_rowid = ?", (rowid,)
-    )
+def unindex(db: Database, rowid: int, t: KeywordTables = MEMORY_KEYWORDS) -> None:
+    row = db.query_one(f"SELECT partition, length FROM {t.docs} WHERE {t.key} = ?", (rowid,))
     if row is None:
         return
     partition, length = row
     terms = [r[0] for r in db.query(
-        "SELECT term FROM keyword_postings WHERE memory_rowid = ?", (rowid,)
+        f"SELECT term FROM {t.postings} WHERE {t.key} = ?", (rowid,)
     )]  # fmt: skip
     if terms:
         db.executemany(
-            "UPDATE keyword_terms SET df = df - 1 WHERE partition = ? AND term = ?",
+            f"UPDATE {t.terms} SET df = df - 1 WHERE partition = ? AND term = ?",
             [(partition, term) for term in terms],
         )
-        db.execute("DELETE FROM keyword_terms WHERE partition = ? AND df <= 0", (partition,))
-        db.execute("DELETE FROM keyword_postings WHERE memory_rowid = ?", (rowid,))
-    db.execute("DELETE FROM keyword_docs WHERE memory_rowid = ?", (rowid,))
+        db.execute(f"DELETE FROM {t.terms} WHERE partition = ? AND df <= 0", (partition,))
+        db.execute(f"DELETE FROM {t.postings} WHERE {t.key} = ?", (rowid,))
+    db.execute(f"DELETE FROM {t.docs} WHERE {t.key} = ?", (rowid,))
     db.execute(
-        "UPDATE keyword_partitions SET docs = docs - 1, total_length = total_length - ? "
+        f"UPDATE {t.partitions} SET docs = docs - 1, total_length = total_length - ? "
         "WHERE partition = ?",
         (length, partition),
     )
-    db.execute("DELETE FROM keyword_partitions WHERE partition = ? AND docs <= 0", (partition,))
+    db.execute(f"DELETE FROM {t.partitions} WHERE partition = ? AND docs <= 0", (partition,))
 
 
 @dataclass(frozen=True)
@@ -118,19 +152,24 @@ IdfFunction = Callable[[int, int], float]
 
 
 def query_stats(
-    db: Database, terms: Sequence[str], partition: str | None, *, idf: IdfFunction = lucene_idf
+    db: Database,
+    terms: Sequence[str],
+    partition: str | None,
+    *,
+    idf: IdfFunction = lucene_idf,
+    t: KeywordTables = MEMORY_KEYWORDS,
 ) -> QueryStats:
     """Corpus statistics for the query terms: of one partition, or of all when None."""
     unique = sorted(set(terms))
     if partition is None:
-        totals = db.query_one("SELECT sum(docs), sum(total_length) FROM keyword_partitions")
-        term_sql = "SELECT term, sum(df) FROM keyword_terms WHERE term IN ({}) GROUP BY term"
+        totals = db.query_one(f"SELECT sum(docs), sum(total_length) FROM {t.partitions}")
+        term_sql = f"SELECT term, sum(df) FROM {t.terms} WHERE term IN ({{}}) GROUP BY term"
         params: list[Any] = []
     else:
         totals = db.query_one(
-            "SELECT docs, total_length FROM keyword_partitions WHERE partition = ?", (partition,)
+            f"SELECT docs, total_length FROM {t.partitions} WHERE partition = ?", (partition,)
         )
-        term_sql = "SELECT term, df FROM keyword_terms WHERE partition = ? AND term IN ({})"
+        term_sql = f"SELECT term, df FROM {t.terms} WHERE partition = ? AND term IN ({{}})"
         params = [partition]
     docs, total = totals or (0, 0)
     docs, total = int(docs or 0), int(total or 0)
@@ -154,6 +193,7 @@ def bm25_scores(
     limit: int | None = None,
     only_rowids: Sequence[int] | None = None,
     also_rowids: Sequence[int] = (),
+    t: KeywordTables = MEMORY_KEYWORDS,
 ) -> dict[int, float]:
     """BM25 of the memories passing `where_sql` (over alias m) that hold a query term:
     the best `limit` (ties by rowid) plus those of `also_rowids`, exactly those in
@@ -167,15 +207,15 @@ def bm25_scores(
         return {}
     condition = (where_sql, list(where_params))
     if only_rowids is not None:
-        passing = _passing(db, only_rowids, condition)
-        return _exact_scores(db, stats, weights, partition, sorted(passing))
+        passing = _passing(db, only_rowids, condition, t)
+        return _exact_scores(db, stats, weights, partition, sorted(passing), t)
     if limit is None:
-        rows = _ranked(db, stats, weights, partition, condition, limit=None)
-        return _exact_scores(db, stats, weights, partition, [rowid for rowid, _ in rows])
-    also = sorted(_passing(db, also_rowids, condition))
+        rows = _ranked(db, stats, weights, partition, condition, t, limit=None)
+        return _exact_scores(db, stats, weights, partition, [rowid for rowid, _ in rows], t)
+    also = sorted(_passing(db, also_rowids, condition, t))
     if limit <= 0:
-        return _exact_scores(db, stats, weights, partition, also)
-    return _top(db, stats, weights, partition, condition, limit, also)
+        return _exact_scores(db, stats, weights, partition, also, t)
+    return _top(db, stats, weights, partition, condition, limit, also, t)
 
 
 def _common_terms(stats: QueryStats, weights: dict[str, float]) -> set[str]:
@@ -197,6 +237,7 @@ def _top(
     condition: tuple[str, list[Any]],
     limit: int,
     also: Sequence[int] = (),
+    t: KeywordTables = MEMORY_KEYWORDS,
 ) -> dict[int, float]:
     """The best `limit` memories by exact BM25 (ties by rowid), found without reading every
     posting of every term, plus the scores of `also` (memories known to pass the filter).
@@ -226,12 +267,12 @@ def _top(
         # a wider one may reach deeper: fetch more at once rather than repeat the pass (which
         # costs the same whatever it returns).
         fetch = first if not common or slack <= 0.01 * min(rare.values()) else 8 * limit + 32
-        rows = _ranked(db, stats, rare, partition, inside, limit=fetch)
+        rows = _ranked(db, stats, rare, partition, inside, t, limit=fetch)
         exhausted = len(rows) < fetch
         checked = len(rows) if filtered else min(len(rows), first)
-        visible = _keep_passing(db, rows[:checked], after)
+        visible = _keep_passing(db, rows[:checked], after, t)
         if len(visible) < limit and checked < len(rows):
-            visible += _keep_passing(db, rows[checked:], after)
+            visible += _keep_passing(db, rows[checked:], after, t)
             checked = len(rows)
         if len(visible) < limit:
             if not exhausted:
@@ -248,24 +289,24 @@ def _top(
                 continue
             seen = {rowid for rowid, _ in rows[:checked]}
             if not exhausted and rows[-1][1] > cutoff:  # the fetch may stop inside the margin
-                rows = _ranked(db, stats, rare, partition, inside, limit=None, above=cutoff)
+                rows = _ranked(db, stats, rare, partition, inside, t, limit=None, above=cutoff)
             deeper = [row for row in rows if row[1] > cutoff and row[0] not in seen]
-            visible += _keep_passing(db, deeper, after)
+            visible += _keep_passing(db, deeper, after, t)
             keep = [row for row in visible if row[1] > cutoff]
         # one read for both; the top is chosen among `keep` alone
         kept = {rowid for rowid, _ in keep}
-        exact = _exact_scores(db, stats, weights, partition, sorted(kept.union(also)))
+        exact = _exact_scores(db, stats, weights, partition, sorted(kept.union(also)), t)
         top = sorted((item for item in exact.items() if item[0] in kept),
                      key=lambda item: (-item[1], item[0]))[:limit]  # fmt: skip
         return {**dict(top), **{rowid: exact[rowid] for rowid in also if rowid in exact}}
     raise AssertionError("unreachable: the last attempt is unpruned and filtered")
 
 
-# SQLite's name for the primary key (partition, term, memory_rowid) of the WITHOUT ROWID
-# keyword_postings. Named so a term's postings are read as one range of the table, tf included,
-# and not through keyword_postings_term, which lacks tf and so costs one more B-tree search
-# per posting (measured: 10,000 postings summed in 0.6 ms vs 4.4 ms).
-POSTINGS_KEY = "sqlite_autoindex_keyword_postings_1"
+# The postings are read through their primary key (KeywordTables.postings_key) so a term's
+# postings are one range of the table, tf included, and not through the index on term alone,
+# which lacks tf and so costs one more B-tree search per posting (measured: 10,000 postings
+# summed in 0.6 ms vs 4.4 ms).
+POSTINGS_KEY = MEMORY_KEYWORDS.postings_key
 
 
 def _ranked(
@@ -274,6 +315,7 @@ def _ranked(
     weights: dict[str, float],
     partition: str | None,
     condition: tuple[str, list[Any]] | None,
+    t: KeywordTables,
     *,
     limit: int | None,
     above: float | None = None,
@@ -286,58 +328,62 @@ def _ranked(
     params: list[Any] = [x for item in weights.items() for x in item]
     params += [K1 + 1, K1, B, B, stats.avg_length]
     if partition is None:
-        postings = "keyword_postings kp ON kp.term = q.term"
+        postings = f"{t.postings} kp ON kp.term = q.term"
     else:
         postings = (
-            f"keyword_postings kp INDEXED BY {POSTINGS_KEY} "
-            "ON kp.partition = ? AND kp.term = q.term"
+            f"{t.postings} kp INDEXED BY {t.postings_key} ON kp.partition = ? AND kp.term = q.term"
         )
         params.append(partition)
     memories = where = ""
     if condition is not None:
-        memories = "CROSS JOIN memories m ON m.rowid = kp.memory_rowid "
+        memories = f"CROSS JOIN {t.owner} m ON m.{t.owner_key} = kp.{t.key} "
         where = f"WHERE {condition[0]} "
         params += condition[1]
     sql = (
         f"WITH q(term, idf) AS (VALUES {values}) "
-        "SELECT kp.memory_rowid, sum(q.idf * kp.tf * ? / "
+        f"SELECT kp.{t.key}, sum(q.idf * kp.tf * ? / "
         "(kp.tf + ? * (1 - ? + ? * kd.length / ?))) AS score "
         f"FROM q CROSS JOIN {postings} "
-        "CROSS JOIN keyword_docs kd ON kd.memory_rowid = kp.memory_rowid "
+        f"CROSS JOIN {t.docs} kd ON kd.{t.key} = kp.{t.key} "
         f"{memories}{where}"
-        "GROUP BY kp.memory_rowid "
+        f"GROUP BY kp.{t.key} "
     )
     if above is not None:
         sql += "HAVING score > ? "
         params.append(above)
-    sql += "ORDER BY score DESC, kp.memory_rowid"
+    sql += f"ORDER BY score DESC, kp.{t.key}"
     if limit is not None:
         sql += " LIMIT ?"
         params.append(limit)
     return [(int(rowid), float(score)) for rowid, score in db.query(sql, params)]
 
 
-def _passing(db: Database, rowids: Sequence[int], condition: tuple[str, list[Any]]) -> set[int]:
+def _passing(
+    db: Database, rowids: Sequence[int], condition: tuple[str, list[Any]], t: KeywordTables
+) -> set[int]:
     """Which of the rowids pass the condition (primary-key lookups)."""
     if not rowids:
         return set()
     sql, params = condition
     rows = db.query(
-        "SELECT m.rowid FROM memories m "
-        f"WHERE m.rowid IN (SELECT value FROM json_each(?)) AND {sql}",
+        f"SELECT m.{t.owner_key} FROM {t.owner} m "
+        f"WHERE m.{t.owner_key} IN (SELECT value FROM json_each(?)) AND {sql}",
         (json.dumps([int(r) for r in rowids]), *params),
     )
     return {int(row[0]) for row in rows}
 
 
 def _keep_passing(
-    db: Database, rows: list[tuple[int, float]], condition: tuple[str, list[Any]] | None
+    db: Database,
+    rows: list[tuple[int, float]],
+    condition: tuple[str, list[Any]] | None,
+    t: KeywordTables,
 ) -> list[tuple[int, float]]:
     """The rows whose memory passes `condition`, in order; all of them when it is None (they
     were ranked with the condition inside)."""
     if condition is None:
         return list(rows)
-    passing = _passing(db, [rowid for rowid, _ in rows], condition)
+    passing = _passing(db, [rowid for rowid, _ in rows], condition, t)
     return [row for row in rows if row[0] in passing]
 
 
@@ -347,6 +393,7 @@ def _exact_scores(
     weights: dict[str, float],
     partition: str | None,
     rowids: Sequence[int],
+    t: KeywordTables,
 ) -> dict[int, float]:
     """BM25 over every weighted term of the given memories (of `partition`, holding a query
     term), from their postings read by primary key, summed in term order."""
@@ -361,11 +408,11 @@ def _exact_scores(
         partition_sql = " AND kd.partition = ?"
         params.append(partition)
     rows = db.query(
-        "SELECT kd.memory_rowid, kd.length, kp.term, kp.tf "
-        f"FROM keyword_docs kd CROSS JOIN keyword_postings kp INDEXED BY {POSTINGS_KEY} "
+        f"SELECT kd.{t.key}, kd.length, kp.term, kp.tf "
+        f"FROM {t.docs} kd CROSS JOIN {t.postings} kp INDEXED BY {t.postings_key} "
         f"ON kp.partition = kd.partition AND kp.term IN ({term_marks}) "
-        "AND kp.memory_rowid = kd.memory_rowid "
-        f"WHERE kd.memory_rowid IN (SELECT value FROM json_each(?)){partition_sql}",
+        f"AND kp.{t.key} = kd.{t.key} "
+        f"WHERE kd.{t.key} IN (SELECT value FROM json_each(?)){partition_sql}",
         params,
     )
     found: dict[int, tuple[int, dict[str, int]]] = {}

@@ -144,8 +144,9 @@ class Memory(MemoryReads):
     def _embed_messages(
         self, messages: Sequence[NewMessage], memories: Sequence[NewMemory]
     ) -> list[NewMessage]:
-        """Give every indexed message its vector (of `message_embedding_text`); a raw add of a
-        message without a name reuses its memory's (same text)."""
+        """Give every indexed message its vector and keyword terms (both of
+        `message_embedding_text`); a raw add of a message without a name reuses its memory's
+        vector (same text)."""
         known = {m.text: m.vector for m in memories}
         texts = {
             m.id: message_embedding_text(m.name, m.content)
@@ -155,17 +156,29 @@ class Memory(MemoryReads):
         missing = sorted(set(texts.values()) - set(known))
         if missing:
             known.update(zip(missing, self.embedder.embed_batch(missing), strict=True))
-        return [replace(m, vector=known[texts[m.id]]) if m.id in texts else m for m in messages]
+        distinct = sorted(set(texts.values()))
+        terms = {
+            text: analysis.terms
+            for text, analysis in zip(distinct, self.analyzer.analyze_batch(distinct), strict=True)
+        }
+        return [
+            replace(m, vector=known[texts[m.id]], terms=terms[texts[m.id]]) if m.id in texts else m
+            for m in messages
+        ]
 
     def _index_pending_messages(self) -> None:
-        """Embed the messages of a file written before messages were indexed (or imported
-        without vectors); each batch is one transaction, so an interrupted run resumes."""
+        """Embed and keyword-index the messages of a file written before messages were indexed
+        (or imported without vectors); each batch is one transaction, so an interrupted run
+        resumes."""
         if self.store.message_index_complete():
             return
         with self._lock:
             for batch in self.store.pending_message_batches():
-                vectors = self.embedder.embed_batch([text for _, _, text in batch])
-                self.store.index_message_vectors([(seq, user) for seq, user, _ in batch], vectors)
+                texts = [text for _, _, text in batch]
+                vectors = self.embedder.embed_batch(texts)
+                terms = [a.terms for a in self.analyzer.analyze_batch(texts)]
+                rows = [(seq, user) for seq, user, _ in batch]
+                self.store.index_messages(rows, vectors, terms)
             self.store.mark_message_index("complete")
 
     # -- lifecycle ----------------------------------------------------------------------------

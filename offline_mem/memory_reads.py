@@ -12,10 +12,10 @@ from typing import Any
 from .embedder import Embedder
 from .entities import EntityExtractor
 from .errors import MemoryNotFoundError, ValidationError
-from .evidence import Evidence, MessageSignals, rank_evidence
+from .evidence import MESSAGE_WEIGHTS, Evidence, MessageSignals, rank_evidence
 from .filters import compile_filters
 from .nlp import TextAnalyzer
-from .ranking import Weights, interleave
+from .ranking import Weights, interleave, keyword_share
 from .records import EntityMention, MemoryRecord
 from .references import Candidate, find_references, resolve_query
 from .search import SearchOutcome, SearchRequest, overfetch, search_memories
@@ -171,7 +171,7 @@ class MemoryReads:
                 item = messages[evidence.key]
                 item["score"] = round(evidence.score, 6)
                 if explain:
-                    item["score_details"] = evidence.explain(self.weights, request.threshold)
+                    item["score_details"] = evidence.explain(MESSAGE_WEIGHTS, request.threshold)
             results.append(item)
         if explain:
             return {"results": results, "resolved_query": resolved}
@@ -185,12 +185,21 @@ class MemoryReads:
         ranked_facts = [ranked for _, ranked in outcome.hits]
         if scope is None:
             facts_only = rank_evidence(
-                ranked_facts, [], known_entities=(), weights=request.weights,
+                ranked_facts, [], known_entities=(),
                 threshold=request.threshold, top_k=request.top_k,
             )  # fmt: skip
             return facts_only, {}
         vector = self._query_embedder.embed(request.query)
-        cosine = self.store.message_candidates(vector, scope, k=overfetch(request.top_k))
+        n = overfetch(request.top_k)
+        cosine = self.store.message_candidates(vector, scope, k=n)
+        # Keyword candidates too, each scored on both signals (as search.py does for facts).
+        stats = self.store.message_keyword_stats(
+            self.analyzer.analyze_query(request.query).terms, scope
+        )
+        bm25 = self.store.message_keyword_candidates(
+            stats, scope, limit=n, also_seqs=sorted(cosine)
+        )
+        cosine.update(self.store.message_similarities(vector, sorted(set(bm25) - set(cosine))))
         # A message stored verbatim as a memory (a raw add) is already in the ranking as that
         # memory; listing it twice would only take a place.
         hits = [hit for hit in self.store.message_hits(cosine) if not hit.stored_verbatim]
@@ -198,11 +207,17 @@ class MemoryReads:
             hit.record.seq: message_item(hit.record, hit.memory_ids, hit.scope_ids) for hit in hits
         }
         signals = [
-            MessageSignals(h.record.seq, h.score, items[h.record.seq]["memory"]) for h in hits
+            MessageSignals(
+                h.record.seq,
+                h.score,
+                items[h.record.seq]["memory"],
+                keyword_share(bm25.get(h.record.seq, 0.0), stats.ideal),
+            )
+            for h in hits
         ]
         ranking = rank_evidence(
             ranked_facts, signals, known_entities=outcome.known_entities,
-            weights=request.weights, threshold=request.threshold, top_k=request.top_k,
+            threshold=request.threshold, top_k=request.top_k,
         )  # fmt: skip
         return ranking, items
 

@@ -231,6 +231,50 @@ def _m005_message_metadata(db: Database, ctx: MigrationContext) -> None:
     db.execute("ALTER TABLE messages ADD COLUMN metadata TEXT")
 
 
+def _m006_message_keywords(db: Database, ctx: MigrationContext) -> None:
+    # A keyword index of the messages (keyword_index.MESSAGE_KEYWORDS), so `search` ranks a turn
+    # by its words as well as its vector. Its own corpus statistics: turns are longer than facts.
+    db.execute(
+        """CREATE TABLE message_keyword_docs (
+            message_seq INTEGER PRIMARY KEY REFERENCES messages(seq),
+            partition TEXT NOT NULL,
+            length INTEGER NOT NULL
+        )"""
+    )
+    db.execute(
+        """CREATE TABLE message_keyword_postings (
+            partition TEXT NOT NULL,
+            term TEXT NOT NULL,
+            message_seq INTEGER NOT NULL REFERENCES message_keyword_docs(message_seq),
+            tf INTEGER NOT NULL,
+            PRIMARY KEY (partition, term, message_seq)
+        ) WITHOUT ROWID"""
+    )
+    db.execute("CREATE INDEX message_keyword_postings_seq ON message_keyword_postings(message_seq)")
+    db.execute(
+        """CREATE TABLE message_keyword_terms (
+            partition TEXT NOT NULL,
+            term TEXT NOT NULL,
+            df INTEGER NOT NULL,
+            PRIMARY KEY (partition, term)
+        ) WITHOUT ROWID"""
+    )
+    db.execute(
+        """CREATE TABLE message_keyword_partitions (
+            partition TEXT PRIMARY KEY,
+            docs INTEGER NOT NULL,
+            total_length INTEGER NOT NULL
+        )"""
+    )
+    # Messages already in the file get their keyword rows from `Memory` when it opens, with
+    # the vectors: the message index is pending until every message has both.
+    if db.query_one("SELECT 1 FROM messages LIMIT 1") is not None:
+        db.execute(
+            "INSERT INTO meta (key, value) VALUES ('message_vectors', 'pending') "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+        )
+
+
 Migration = Callable[[Database, MigrationContext], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -239,6 +283,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("003_vector_changes", _m003_vector_changes),
     ("004_message_vectors_with_names", _m004_message_vectors_with_names),
     ("005_message_metadata", _m005_message_metadata),
+    ("006_message_keywords", _m006_message_keywords),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -90,6 +90,11 @@ def score_details(
     }
 
 
+def keyword_share(bm25: float, ideal: float) -> float:
+    """A BM25 score on [0, 1]: its share of the ideal (see the module's docstring), capped."""
+    return min(1.0, bm25 / ideal) if ideal > 0 else 0.0
+
+
 def score_and_rank(
     candidates: Iterable[Signals],
     *,
@@ -104,7 +109,7 @@ def score_and_rank(
     for c in candidates:
         semantic = max(0.0, min(1.0, c.cosine or 0.0))
         bm25 = c.bm25 or 0.0
-        keyword = min(1.0, bm25 / keyword_ideal) if keyword_ideal > 0 else 0.0
+        keyword = keyword_share(bm25, keyword_ideal)
         entity = min(1.0, c.entity_matches / query_entities) if query_entities else 0.0
         score = weights.semantic * semantic + weights.keyword * keyword + weights.entity * entity
         if threshold is not None and score < threshold:

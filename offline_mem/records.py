@@ -155,6 +155,7 @@ class NewMessage:
     name: str | None
     observed_at: str | None
     vector: np.ndarray | None = None  # filled before the write for indexed (non-system) messages
+    terms: list[str] | None = None  # keyword terms, filled with the vector
     metadata: dict[str, Any] | None = None  # image references, tool calls (validation.py)
     extract: bool = True  # shown to the extractor (tool results and tool calls are not)
 

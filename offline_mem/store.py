@@ -149,6 +149,8 @@ class Store(StoreReads, SearchSignals, MessageIndex):
             seqs.append(cursor.lastrowid)
             if message.vector is not None:
                 self.insert_message_vector(cursor.lastrowid, plan.scope.user_id, message.vector)
+            if message.terms is not None:
+                self.insert_message_terms(cursor.lastrowid, plan.scope.user_id, message.terms)
         return seqs
 
     def _insert_memory(
@@ -332,7 +334,7 @@ class Store(StoreReads, SearchSignals, MessageIndex):
             seqs = [
                 row[0] for row in self.db.query(f"SELECT seq FROM messages WHERE {where}", params)
             ]
-            self.delete_message_vectors(seqs)
+            self.delete_message_index(seqs)
             self.db.execute(f"DELETE FROM messages WHERE {where}", params)
         return len(records)
 
@@ -340,7 +342,8 @@ class Store(StoreReads, SearchSignals, MessageIndex):
         """Remove every memory, message, entity and history row; the schema and meta stay."""
         with self.db.atomic():
             for table in ("provenance", "entity_links", "entities", "memory_vectors",
-                          "message_vectors",
+                          "message_vectors", "message_keyword_postings", "message_keyword_terms",
+                          "message_keyword_docs", "message_keyword_partitions",
                           "keyword_postings", "keyword_terms", "keyword_docs", "keyword_partitions",
                           "memories", "messages", "history"):  # fmt: skip
                 self.db.execute(f"DELETE FROM {table}")

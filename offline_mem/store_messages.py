@@ -1,10 +1,11 @@
-"""The message index: every non-system message's vector, so the text behind the facts stays
-retrievable (`Memory.search_messages`).
+"""The message index: every non-system message's vector and keyword terms, so the text behind
+the facts stays retrievable (`Memory.search`, `Memory.search_messages`).
 
 A mixin of `Store` (it uses `self.db`). Vectors live in `message_vectors` (rowid = messages.seq,
-partitioned by user_id as the memories' are) and are written in the same transaction as their
-message. Files created before the index existed are filled by `Memory` when it opens
-(`pending_message_batches` / `index_message_vectors`), tracked by meta `message_vectors`.
+partitioned by user_id as the memories' are), keyword rows in the messages' own BM25 index
+(keyword_index.MESSAGE_KEYWORDS); both are written in the same transaction as their message.
+Files created before the index existed are filled by `Memory` when it opens
+(`pending_message_batches` / `index_messages`), tracked by meta `message_vectors`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from . import keyword_index
 from .db import Database
+from .keyword_index import MESSAGE_KEYWORDS
 from .records import MessageRecord
 from .store_search import filtered_knn, scope_match, vector_blob
 from .validation import Scope
@@ -109,7 +111,7 @@ class MessageIndex:
             if found is None:
                 return None
             seq = found.record.seq
-            self.delete_message_vectors([seq])
+            self.delete_message_index([seq])
             self.db.execute("DELETE FROM provenance WHERE message_seq = ?", (seq,))
             self.db.execute("DELETE FROM messages WHERE seq = ?", (seq,))
         return found
@@ -121,9 +123,18 @@ class MessageIndex:
             (seq, keyword_index.partition_of(user_id), vector_blob(vector)),
         )
 
-    def delete_message_vectors(self, seqs: Sequence[int]) -> None:
-        """Point deletes: `rowid IN (...)` on a vec0 table scans every partition."""
+    def insert_message_terms(self, seq: int, user_id: str | None, terms: Sequence[str]) -> None:
+        """Call inside the transaction that inserts the message."""
+        keyword_index.index_terms(
+            self.db, seq, keyword_index.partition_of(user_id), terms, MESSAGE_KEYWORDS
+        )
+
+    def delete_message_index(self, seqs: Sequence[int]) -> None:
+        """The messages' vectors and keyword rows. Point deletes: `rowid IN (...)` on a vec0
+        table scans every partition."""
         self.db.executemany("DELETE FROM message_vectors WHERE rowid = ?", [(s,) for s in seqs])
+        for seq in seqs:
+            keyword_index.unindex(self.db, seq, MESSAGE_KEYWORDS)
 
     # -- filling a file written before the index existed --------------------------------------
 
@@ -134,7 +145,8 @@ class MessageIndex:
     def pending_message_batches(
         self, batch_size: int = 256
     ) -> Iterator[list[tuple[int, str | None, str]]]:
-        """(seq, user_id, text to embed) of indexable messages without a vector, in batches."""
+        """(seq, user_id, text to index) of indexable messages without a vector or keyword
+        row, in batches."""
         after = 0
         while True:
             rows = self.db.query(
@@ -148,22 +160,32 @@ class MessageIndex:
             batch = [
                 (int(seq), user, message_embedding_text(name, content))
                 for seq, user, role, name, content in rows
-                if is_indexed_message(role, content)
-                and self.db.query_one("SELECT 1 FROM message_vectors WHERE rowid = ?", (seq,))
-                is None
+                if is_indexed_message(role, content) and not self._message_indexed(int(seq))
             ]
             if batch:
                 yield batch
 
-    def index_message_vectors(
-        self, rows: Sequence[tuple[int, str | None]], vectors: Sequence[np.ndarray] | np.ndarray
+    def _message_indexed(self, seq: int) -> bool:
+        has_vector = self.db.query_one("SELECT 1 FROM message_vectors WHERE rowid = ?", (seq,))
+        has_terms = self.db.query_one(
+            f"SELECT 1 FROM {MESSAGE_KEYWORDS.docs} WHERE {MESSAGE_KEYWORDS.key} = ?", (seq,)
+        )
+        return has_vector is not None and has_terms is not None
+
+    def index_messages(
+        self,
+        rows: Sequence[tuple[int, str | None]],
+        vectors: Sequence[np.ndarray] | np.ndarray,
+        terms: Sequence[Sequence[str]],
     ) -> None:
-        """Add vectors for existing messages, in one transaction."""
+        """(Re)write the vector and keyword rows of existing messages, in one transaction."""
         with self.db.atomic():
-            for (seq, user_id), vector in zip(rows, vectors, strict=True):
+            for (seq, user_id), vector, words in zip(rows, vectors, terms, strict=True):
                 exists = self.db.query_one("SELECT 1 FROM messages WHERE seq = ?", (seq,))
                 if exists is not None:
+                    self.delete_message_index([seq])
                     self.insert_message_vector(seq, user_id, vector)
+                    self.insert_message_terms(seq, user_id, words)
 
     def mark_message_index(self, state: str) -> None:
         with self.db.atomic():
@@ -184,6 +206,37 @@ class MessageIndex:
             passing=lambda seqs: self._messages_in_scope(seqs, where, params),
             allowed_sql=f"SELECT seq FROM messages WHERE {where}", allowed_params=params,
         )  # fmt: skip
+
+    def message_keyword_stats(self, terms: Sequence[str], scope: Scope) -> keyword_index.QueryStats:
+        """The messages' corpus statistics for the query terms: the user's, or all users' when
+        the scope names none."""
+        return keyword_index.query_stats(self.db, terms, _partition(scope), t=MESSAGE_KEYWORDS)
+
+    def message_keyword_candidates(
+        self,
+        stats: keyword_index.QueryStats,
+        scope: Scope,
+        *,
+        limit: int,
+        also_seqs: Sequence[int] = (),
+    ) -> dict[int, float]:
+        """BM25 of the scope's messages: the best `limit` plus those of `also_seqs` that hold a
+        query term (keyword_index.bm25_scores)."""
+        where, params = scope_match(scope, "m")
+        return keyword_index.bm25_scores(
+            self.db, stats, _partition(scope), where, params,
+            limit=limit, also_rowids=also_seqs, t=MESSAGE_KEYWORDS,
+        )  # fmt: skip
+
+    def message_similarities(self, vector: np.ndarray, seqs: Sequence[int]) -> dict[int, float]:
+        """Cosine similarity of the query to the given messages' vectors (point lookups)."""
+        query = np.asarray(vector, dtype=np.float32)
+        found: dict[int, float] = {}
+        for seq in seqs:
+            row = self.db.query_one("SELECT embedding FROM message_vectors WHERE rowid = ?", (seq,))
+            if row is not None:
+                found[int(seq)] = float(np.frombuffer(row[0], dtype=np.float32) @ query)
+        return found
 
     def _messages_in_scope(self, seqs: Sequence[int], where: str, params: list[str]) -> set[int]:
         if not seqs:
@@ -225,3 +278,7 @@ class MessageIndex:
             )
             for seq in order
         ]
+
+
+def _partition(scope: Scope) -> str | None:
+    return None if scope.user_id is None else keyword_index.partition_of(scope.user_id)

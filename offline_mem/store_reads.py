@@ -116,6 +116,6 @@ class StoreReads(SearchSignals):
 
     def counts(self) -> dict[str, int]:
         tables = ("memories", "memory_vectors", "message_vectors", "keyword_docs",
-                  "keyword_postings", "entities", "entity_links", "history", "messages",
-                  "provenance")  # fmt: skip
+                  "keyword_postings", "message_keyword_docs", "message_keyword_postings",
+                  "entities", "entity_links", "history", "messages", "provenance")  # fmt: skip
         return {t: self.db.query_one(f"SELECT count(*) FROM {t}")[0] for t in tables}

@@ -46,14 +46,16 @@ def _rows(db: Database, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[An
 
 
 def _message_vector_violations(db: Database, found: list[str]) -> None:
-    """Every non-system, non-empty message has exactly one vector, in its user's partition;
-    no other message vector exists. (Written with the message, so no pending state here.)"""
+    """Every non-system, non-empty message has exactly one vector and one keyword document, in
+    its user's partition; no other message vector or document exists. (Written with the
+    message, so no pending state here.)"""
     messages = _rows(db, "SELECT seq, id, user_id, role, content FROM messages")
     vectors = Counter()
     partition_of: dict[int, str] = {}
     for seq, partition in _rows(db, "SELECT rowid, user_id FROM message_vectors"):
         vectors[seq] += 1
         partition_of[seq] = partition
+    docs = dict(_rows(db, "SELECT message_seq, partition FROM message_keyword_docs"))
     known = set()
     for seq, mid, user, role, content in messages:
         known.add(seq)
@@ -62,9 +64,39 @@ def _message_vector_violations(db: Database, found: list[str]) -> None:
             found.append(f"message {mid} ({role}): {vectors[seq]} vector rows, expected {wanted}")
         elif wanted and partition_of[seq] != (user or ""):
             found.append(f"message {mid}: vector in partition {partition_of[seq]!r}")
+        if (seq in docs) != bool(wanted):
+            found.append(f"message {mid} ({role}): keyword doc {seq in docs}, expected {wanted}")
+        elif wanted and docs[seq] != (user or ""):
+            found.append(f"message {mid}: keyword doc in partition {docs[seq]!r}")
     orphans = sorted(set(vectors) - known)
     if orphans:
         found.append(f"orphan message vectors: {orphans[:5]}")
+    if set(docs) - known:
+        found.append(f"orphan message keyword docs: {sorted(set(docs) - known)[:5]}")
+    # the messages' keyword statistics agree with their postings
+    checks = {
+        "message postings without their doc": "SELECT p.message_seq FROM "
+        "message_keyword_postings p LEFT JOIN message_keyword_docs d ON d.message_seq = "
+        "p.message_seq WHERE d.message_seq IS NULL OR d.partition != p.partition",
+        "message doc length != sum(tf)": "SELECT d.message_seq FROM message_keyword_docs d "
+        "LEFT JOIN message_keyword_postings p ON p.message_seq = d.message_seq "
+        "GROUP BY d.message_seq HAVING d.length != coalesce(sum(p.tf), 0)",
+        "message term df != postings": "SELECT t.term FROM message_keyword_terms t WHERE t.df != "
+        "(SELECT count(*) FROM message_keyword_postings p WHERE p.partition = t.partition "
+        "AND p.term = t.term)",
+        "message posting terms without df": "SELECT p.term FROM message_keyword_postings p "
+        "WHERE NOT EXISTS (SELECT 1 FROM message_keyword_terms t WHERE "
+        "t.partition = p.partition AND t.term = p.term)",
+        "message partition totals != docs": "SELECT k.partition FROM message_keyword_partitions k "
+        "WHERE (k.docs, k.total_length) != (SELECT count(*), coalesce(sum(length), 0) FROM "
+        "message_keyword_docs d WHERE d.partition = k.partition) UNION SELECT d.partition "
+        "FROM message_keyword_docs d WHERE d.partition NOT IN "
+        "(SELECT partition FROM message_keyword_partitions)",
+    }
+    for what, sql in checks.items():
+        rows = _rows(db, sql)
+        if rows:
+            found.append(f"{what}: {rows[:5]}")
 
 
 def violations(db: Database) -> list[str]:

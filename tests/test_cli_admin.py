@@ -193,6 +193,23 @@ def test_verify_names_a_deleted_vector_row(cli: Cli) -> None:
     ]
 
 
+def test_verify_checks_the_messages_keyword_index(cli: Cli) -> None:
+    populate(cli)
+    db = Database(str(cli.db))
+    seq, mid = db.query_one("SELECT seq, id FROM messages WHERE role != 'system' LIMIT 1")
+    db.execute("DELETE FROM message_keyword_postings WHERE message_seq = ?", (seq,))
+    db.execute("DELETE FROM message_keyword_docs WHERE message_seq = ?", (seq,))
+    db.close()
+    report = json.loads(cli.run("--json", "verify").stdout)
+    checks = report["checks"]
+    assert report["ok"] is False
+    assert checks["message keyword rows"] == [
+        f"message {mid} has no keyword row (message_keyword_docs)"
+    ]
+    assert any("stored docs/length" in p for p in checks["message keyword statistics"])
+    assert checks["keyword rows"] == [] and checks["message vectors"] == []
+
+
 def test_verify_reports_orphans_and_a_foreign_embedder(cli: Cli, monkeypatch) -> None:
     ids = populate(cli)
     db = Database(str(cli.db))

@@ -75,7 +75,9 @@ def test_the_memory_file_records_the_grounded_source(tmp_path) -> None:
             user_id="u1",
         )  # fmt: skip
         assert [r["memory"] for r in result["results"]] == ["Oskar sold the Kia Niro."]
-        hits = memory.search("Kia Niro", filters={"user_id": "u1"}, include_sources=True)
+        hits = memory.search(
+            "Kia Niro", filters={"user_id": "u1"}, include_sources=True, include_messages=False
+        )
         assert [s["content"] for s in hits["results"][0]["sources"]] == [MESSAGES[1].content]
 
 

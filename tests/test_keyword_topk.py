@@ -186,13 +186,13 @@ def test_the_cases_above_take_every_path(indexed: Memory, monkeypatch: pytest.Mo
     paths: Counter[str] = Counter()
     original = keyword_index._ranked
 
-    def recording(db: Any, stats: Any, weights: Any, partition: Any, condition: Any,
+    def recording(db: Any, stats: Any, weights: Any, partition: Any, condition: Any, t: Any,
                   **kwargs: Any) -> Any:  # fmt: skip
         paths["pruned" if len(weights) < len(stats.idf) else "all terms"] += 1
         paths["filter inside" if condition is not None else "filter after"] += 1
         if kwargs.get("above") is not None:
             paths["deeper"] += 1
-        return original(db, stats, weights, partition, condition, **kwargs)
+        return original(db, stats, weights, partition, condition, t, **kwargs)
 
     monkeypatch.setattr(keyword_index, "_ranked", recording)
     for terms in QUERIES:

@@ -138,7 +138,7 @@ def test_a_file_from_before_the_index_is_filled_when_opened(tmp_path):
     db.close()
     reopened = open_memory(path)
     assert reopened.store.meta()["message_vectors"] == "complete"
-    assert reopened.store.meta()["schema_version"] == str(SCHEMA_VERSION) == "5"
+    assert reopened.store.meta()["schema_version"] == str(SCHEMA_VERSION) == "6"
     assert contents(reopened.search_messages("cello", filters={"user_id": "u1"})) == [
         "I play the cello"
     ]
@@ -213,4 +213,81 @@ def test_vectors_from_before_names_counted_are_rebuilt_when_opened(tmp_path):
     (blob,) = reopened.store.db.query_one("SELECT embedding FROM message_vectors")
     want = FakeEmbedder().embed("Oskar: I play the cello")
     assert np.allclose(np.frombuffer(blob, dtype=np.float32), want)
+    assert violations(reopened.store.db) == []
+
+
+class SameVector(FakeEmbedder):
+    """Every text gets one vector: similarity cannot tell messages apart, only words can."""
+
+    def embed_batch(self, texts):
+        self.calls.append(list(texts))
+        out = np.zeros((len(texts), self.identity.dimension), dtype=np.float32)
+        out[:, 0] = 1.0
+        return out
+
+
+def keyword_rows(m: Memory) -> dict[str, int]:
+    tables = ("message_keyword_docs", "message_keyword_postings", "message_keyword_terms",
+              "message_keyword_partitions")  # fmt: skip
+    return {t: m.store.db.query_one(f"SELECT count(*) FROM {t}")[0] for t in tables}
+
+
+def test_search_finds_a_turn_by_a_word_the_embedder_misses(tmp_path):
+    m = Memory({"path": str(tmp_path / "m.db")}, embedder=SameVector(),
+               extractor=FakeExtractor(*[answer() for _ in range(81)]),
+               entities=FakeEntities())  # fmt: skip
+    m.add([{"role": "user", "name": "Noor", "content": "We saw a film called Brightwater"}],
+          user_id="u1")  # fmt: skip
+    for i in range(80):
+        m.add([{"role": "assistant", "content": f"Filler turn number {i} about the weather"}],
+              user_id="u1")  # fmt: skip
+    found = m.search("Which film, Brightwater?", filters={"user_id": "u1"}, top_k=5,
+                     threshold=None, explain=True)["results"]  # fmt: skip
+    first = found[0]
+    assert first["kind"] == "message" and first["name"] == "Noor"
+    assert first["score_details"]["keyword_score"] > 0
+    assert all(item["score_details"]["keyword_score"] == 0 for item in found[1:])
+    assert violations(m.store.db) == []
+
+
+def test_message_keyword_rows_go_with_their_messages(tmp_path):
+    m = open_memory(tmp_path / "m.db", answer(), answer())
+    m.add([{"role": "user", "content": "I keep bees on the roof"},
+           {"role": "system", "content": "be brief"}], user_id="u1")  # fmt: skip
+    m.add([{"role": "user", "content": "Honey harvest in June"}], user_id="u2")
+    rows = keyword_rows(m)
+    assert rows["message_keyword_docs"] == 2  # the system message is not indexed
+    assert rows["message_keyword_partitions"] == 2
+    turn = m.search("bees roof", filters={"user_id": "u1"})["results"][0]
+    assert turn["kind"] == "message"
+    m.delete(turn["id"])
+    assert keyword_rows(m)["message_keyword_docs"] == 1
+    assert violations(m.store.db) == []
+    m.delete_all(user_id="u2")
+    assert keyword_rows(m) == dict.fromkeys(keyword_rows(m), 0)
+    assert violations(m.store.db) == []
+    m.add([{"role": "user", "content": "A new hive"}], user_id="u1")
+    m.reset()
+    assert keyword_rows(m) == dict.fromkeys(keyword_rows(m), 0)
+
+
+def test_messages_of_a_file_from_before_their_keyword_index_are_indexed_when_opened(tmp_path):
+    path = tmp_path / "old.db"
+    m = open_memory(path, answer())
+    m.add([{"role": "user", "name": "Noor", "content": "We saw a film called Brightwater"},
+           {"role": "system", "content": "be brief"}], user_id="u1")  # fmt: skip
+    m.close()
+    db = Database(str(path))  # back to schema 5: no message keyword index
+    with db.atomic():
+        for table in ("message_keyword_postings", "message_keyword_terms",
+                      "message_keyword_docs", "message_keyword_partitions"):  # fmt: skip
+            db.execute(f"DROP TABLE {table}")
+        db.execute("DELETE FROM migrations WHERE name = '006_message_keywords'")
+        db.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    db.close()
+    reopened = open_memory(path)
+    assert reopened.store.meta()["message_vectors"] == "complete"
+    assert keyword_rows(reopened)["message_keyword_docs"] == 1
+    found = reopened.search("Brightwater", filters={"user_id": "u1"}, explain=True)["results"]
+    assert found[0]["name"] == "Noor" and found[0]["score_details"]["keyword_score"] > 0
     assert violations(reopened.store.db) == []

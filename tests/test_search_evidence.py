@@ -8,7 +8,13 @@ import pytest
 from invariants import violations
 
 from offline_mem import Memory
-from offline_mem.evidence import MessageSignals, entity_share, fact_places, rank_evidence
+from offline_mem.evidence import (
+    MESSAGE_WEIGHTS,
+    MessageSignals,
+    entity_share,
+    fact_places,
+    rank_evidence,
+)
 from offline_mem.ranking import Ranked, Weights
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer
 
@@ -54,9 +60,11 @@ def test_a_turn_scores_on_its_own_text_when_that_is_higher(memory):
     assert first["kind"] == "message" and first["name"] == "Ines"
     assert first["memory_ids"] == []  # no fact came from it: found through its own text
     details = first["score_details"]
-    assert details["keyword_score"] == 0
+    assert details["keyword_score"] > 0  # the messages' own keyword index
+    assert (details["semantic_weight"], details["keyword_weight"]) == (0.5, 0.5)
     assert details["final_score"] == pytest.approx(
         details["semantic_weight"] * details["semantic_score"]
+        + details["keyword_weight"] * details["keyword_score"]
         + details["entity_weight"] * details["entity_score"]
     )
 
@@ -108,28 +116,29 @@ def ranked(rowid: int, score: float) -> Ranked:
 
 
 def test_rank_evidence_is_one_scale_for_both_kinds():
-    weights = Weights()
     facts = [ranked(1, 0.50), ranked(2, 0.20)]
     messages = [
-        MessageSignals(10, 0.9, "Ana: the bakery on Rua Nova"),  # 0.6 * 0.9 = 0.54
-        MessageSignals(11, 0.5, "Ana: I met Rui there"),  # 0.30, + 0.35 with "rui" known
-        MessageSignals(12, 0.05, "Rui: hello"),  # 0.03: under the threshold
+        MessageSignals(10, 0.9, "Ana: the bakery on Rua Nova", keyword=0.2),  # 0.45 + 0.10
+        MessageSignals(11, 0.5, "Ana: I met Rui there"),  # 0.5 * 0.5 = 0.25
+        MessageSignals(12, 0.05, "Rui: hello"),  # 0.025: under the threshold
     ]
-    out = rank_evidence(facts, messages, known_entities=[], weights=weights, threshold=0.1,
-                        top_k=10)  # fmt: skip
+    assert Weights(semantic=0.5, keyword=0.5, entity=0.0) == MESSAGE_WEIGHTS
+    out = rank_evidence(facts, messages, known_entities=["rui"], threshold=0.1, top_k=10)
     assert [(e.kind, e.key) for e in out] == [
         ("message", 10),
         ("fact", 1),
         ("message", 11),
         ("fact", 2),
     ]
-    assert out[0].score == pytest.approx(0.54) and out[2].score == pytest.approx(0.30)
-    named = rank_evidence(facts, messages, known_entities=["rui"], weights=weights,
-                          threshold=0.1, top_k=10)  # fmt: skip
+    assert out[0].score == pytest.approx(0.55) and out[2].score == pytest.approx(0.25)
+    assert out[0].keyword == pytest.approx(0.2) and out[2].entity == 1.0  # known, weight 0
+    # other message weights: the entity signal counts when weighted
+    named = rank_evidence(facts, messages, known_entities=["rui"], threshold=0.1, top_k=10,
+                          message_weights=Weights(0.6, 0.05, 0.35))  # fmt: skip
     assert named[0].key == 11 and named[0].score == pytest.approx(0.65)
     # the facts keep the order the memory search gave them (a resolved reference leads)
     led = rank_evidence([ranked(3, 0.05), *facts], messages[:1], known_entities=[],
-                        weights=weights, threshold=0.1, top_k=10)  # fmt: skip
+                        threshold=0.1, top_k=10)  # fmt: skip
     assert [(e.kind, e.key) for e in led] == [
         ("message", 10),
         ("fact", 3),
@@ -139,15 +148,12 @@ def test_rank_evidence_is_one_scale_for_both_kinds():
 
 
 def test_facts_take_at_most_three_places_in_ten_while_turns_remain():
-    weights = Weights()
     facts = [ranked(i, 0.9 - i / 100) for i in range(1, 9)]
     turns = [MessageSignals(100 + i, 0.5, f"turn {i}") for i in range(8)]
-    out = rank_evidence(facts, turns, known_entities=[], weights=weights, threshold=None,
-                        top_k=10)  # fmt: skip
+    out = rank_evidence(facts, turns, known_entities=[], threshold=None, top_k=10)
     assert [e.kind for e in out] == ["fact"] * 3 + ["message"] * 7
     assert fact_places(10) == 3 and fact_places(20) == 6 and fact_places(1) == 1
-    alone = rank_evidence(facts, [], known_entities=[], weights=weights, threshold=None,
-                          top_k=10)  # fmt: skip
+    alone = rank_evidence(facts, [], known_entities=[], threshold=None, top_k=10)
     assert len(alone) == 8  # no turns to rank (facts only): every fact keeps its place
 
 
