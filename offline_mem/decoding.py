@@ -82,6 +82,28 @@ def common_prefix(a: Any, b: Any) -> int:
     return count
 
 
+def _evaluate(llm: Any, prompt: list[int], reuse_cache: bool) -> int:
+    """Evaluate `prompt`, keeping the longest prefix the KV cache shares with it (as
+    llama-cpp-python's own generate does; none with `reuse_cache=False`); at least the prompt's
+    last token is evaluated, so its logits are fresh. Returns the cached prefix's length."""
+    if not prompt:
+        raise ValueError("an empty prompt")
+    cached = common_prefix(llm.input_ids[: llm.n_tokens], prompt) if reuse_cache else 0
+    llm.n_tokens = min(cached, len(prompt) - 1)  # eval() drops the cells past n_tokens
+    llm.eval(prompt[llm.n_tokens :])
+    return cached
+
+
+def next_token_logits(llm: Any, prompt: list[int], *, reuse_cache: bool = True) -> np.ndarray:
+    """The logits of the token after `prompt` (a copy), the KV cache used as `decode_greedy`
+    uses it."""
+    import llama_cpp
+
+    _evaluate(llm, prompt, reuse_cache)
+    row = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
+    return np.ctypeslib.as_array(row, shape=(llm.n_vocab(),)).copy()
+
+
 def decode_greedy(
     llm: Any,
     prompt: list[int],
@@ -102,11 +124,7 @@ def decode_greedy(
     differ in the last bits on some CPUs, enough to flip a near-tie."""
     import llama_cpp
 
-    if not prompt:
-        raise ValueError("an empty prompt")
-    cached = common_prefix(llm.input_ids[: llm.n_tokens], prompt) if reuse_cache else 0
-    llm.n_tokens = min(cached, len(prompt) - 1)  # eval() drops the cells past n_tokens
-    llm.eval(prompt[llm.n_tokens :])
+    cached = _evaluate(llm, prompt, reuse_cache)
     ctx, vocab, n_vocab = llm._ctx.ctx, llm._model.vocab, llm.n_vocab()
     sampler = GrammarSampler(llm, gbnf, root)
     written: list[int] = []

@@ -19,12 +19,14 @@ import re
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .decoding import GrammarSampler, decode_greedy
+import numpy as np
+
+from .decoding import GrammarSampler, decode_greedy, next_token_logits
 from .errors import ExtractionError, ModelError
 from .kv_slots import KvSlots
 
@@ -79,6 +81,18 @@ class Extractor(ABC):
     def extract(self, prompt: Prompt) -> ExtractionOutput:
         """Complete `prompt`; the answer is a dict that follows `prompt.schema`.
         Raises ExtractionError when the model fails or times out."""
+
+    def choose(self, prompt: Prompt, prefix: str, options: Sequence[str]) -> dict[str, float]:
+        """How likely each option is as the answer's next words after `prefix` (the answer's
+        start, e.g. '{"changed":'), normalised over the options. The default asks `extract` and
+        gives 1.0 to the option its answer continues with (0.0 to the others); a model that can
+        read its next-token probabilities overrides it."""
+        text = self.extract(prompt).text
+        rest = text[len(prefix) :] if text.startswith(prefix) else ""
+        chosen = next((o for o in options if rest.startswith(o)), None)
+        if chosen is None:
+            raise ExtractionError(f"the answer {text!r} continues {prefix!r} with no option")
+        return {o: 1.0 if o == chosen else 0.0 for o in options}
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model; the default holds none."""
@@ -271,6 +285,35 @@ class LlamaExtractor(Extractor):
                 completion_tokens=decoded.completion_tokens,
                 seconds=seconds,
             )
+
+    def choose(self, prompt: Prompt, prefix: str, options: Sequence[str]) -> dict[str, float]:
+        """The options' next-token probabilities after the chat prompt and `prefix`, normalised
+        over the options (one forward pass, no generation). Each option must start with a
+        token of its own: that first token stands for it."""
+        with self._lock:
+            llm = self._load().llm
+            formatter = _chat_formatter(self._chat_format)
+            try:
+                formatted = formatter(messages=[dict(m) for m in prompt.messages])
+                tokens = llm.tokenize(
+                    (formatted.prompt + prefix).encode("utf-8"),
+                    add_bos=not formatted.added_special,
+                    special=True,
+                )
+                firsts = [llm.tokenize(o.encode("utf-8"), add_bos=False)[0] for o in options]
+            except Exception as exc:
+                raise ExtractionError(f"cannot format the prompt: {exc}") from exc
+            if len(set(firsts)) != len(firsts):
+                raise ExtractionError(f"the options {list(options)} share their first token")
+            if not self.reproducible:
+                self._load().slots.switch_to(prompt.kind)
+            try:
+                logits = next_token_logits(llm, tokens, reuse_cache=not self.reproducible)
+            except Exception as exc:
+                raise ExtractionError(f"the extractor model failed: {exc}") from exc
+        chosen = np.array([float(logits[t]) for t in firsts])
+        weights = np.exp(chosen - chosen.max())
+        return {o: float(w) for o, w in zip(options, weights / weights.sum(), strict=True)}
 
     def close(self) -> None:
         with self._lock:

@@ -74,6 +74,19 @@ New fact ({new_day}): {new}
 Answer:"""
 
 
+ANSWER_PREFIX = '{"' + ANSWER_KEY + '":'  # how the model starts its answer
+OPTIONS = (" true", " false")  # and continues it (one token each for the pinned models)
+# The check's greedy answer (P(true) > 0.5) said "changed" for 67 of the 70 pairs a dev-set run
+# superseded, where almost nothing changed. Its probability tells them apart better: see
+# CHANGE_THRESHOLD's measurement in benchmarks/extraction/check_threshold.py.
+CHANGE_THRESHOLD = 0.75
+
+
+def changed_probability(extractor: Extractor, prompt: Prompt) -> float:
+    """How likely the model finds "changed": true (normalised against false)."""
+    return extractor.choose(prompt, ANSWER_PREFIX, OPTIONS)[OPTIONS[0]]
+
+
 def interpret(answer: dict[str, Any]) -> bool:
     """True when the old memory is still true."""
     return answer.get(ANSWER_KEY) is not True
@@ -156,7 +169,7 @@ def check_supersessions(
     for pair in pairs_to_check(admission.memories, existing, existing_vectors, names):
         old, memory = existing[pair.shown], admission.memories[pair.memory]
         prompt = build_check_prompt(old, memory, now_day=now_day, instructions=instructions)
-        if not interpret(extractor.extract(prompt).data):
+        if changed_probability(extractor, prompt) >= CHANGE_THRESHOLD:
             admission.record_supersession(pair.memory, old)
             found += 1
     return found

@@ -80,3 +80,35 @@ def test_reproducible_mode_gives_the_same_memories_whatever_the_cache_held(tmp_p
     assert texts[0] == texts[1]
     assert texts[0], "the model extracted nothing"
     assert versions == {PROMPT_VERSION + REPRODUCIBLE_SUFFIX}
+
+
+def test_the_check_reads_the_probability_of_changed(extractor):
+    """`choose` is one forward pass whose probabilities agree with the greedy answer, and the
+    supersession threshold sits between a plain change and added detail (measured:
+    benchmarks/results/check_threshold.json; the pairs are from benchmarks/extraction/run.py)."""
+    from types import SimpleNamespace
+
+    from offline_mem.supersession import (
+        ANSWER_PREFIX,
+        CHANGE_THRESHOLD,
+        OPTIONS,
+        build_check_prompt,
+    )
+
+    def prompt(old: str, new: str):
+        return build_check_prompt(
+            SimpleNamespace(text=old, observed_at="2026-01-05", created_at=None),  # type: ignore[arg-type]
+            SimpleNamespace(text=new, observed_at="2026-11-29"),  # type: ignore[arg-type]
+            now_day=None, instructions=None,
+        )  # fmt: skip
+
+    quit_job = prompt("User works at Google as a data analyst.",
+                      "User quit Google and now works at Microsoft.")  # fmt: skip
+    gloves = prompt("User goes rowing every Sunday morning.",
+                    "User bought a new pair of rowing gloves.")  # fmt: skip
+    for case in (quit_job, gloves):
+        p = extractor.choose(case, ANSWER_PREFIX, OPTIONS)
+        assert set(p) == set(OPTIONS) and sum(p.values()) == pytest.approx(1.0)
+        assert (p[" true"] > p[" false"]) == extractor.extract(case).data["changed"]
+    assert extractor.choose(quit_job, ANSWER_PREFIX, OPTIONS)[" true"] >= CHANGE_THRESHOLD
+    assert extractor.choose(gloves, ANSWER_PREFIX, OPTIONS)[" true"] < 0.5

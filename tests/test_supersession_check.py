@@ -7,10 +7,17 @@ import numpy as np
 import pytest
 
 from offline_mem.errors import ExtractionError
+from offline_mem.extractor import Prompt
 from offline_mem.memory import Memory
 from offline_mem.prompts import facts_system_prompt
 from offline_mem.records import NewMemory
-from offline_mem.supersession import CHECK_MIN_SIMILARITY, MAX_CHECKS, pairs_to_check
+from offline_mem.supersession import (
+    CHANGE_THRESHOLD,
+    CHECK_MIN_SIMILARITY,
+    CHECK_SCHEMA,
+    MAX_CHECKS,
+    pairs_to_check,
+)
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer
 
 
@@ -124,3 +131,43 @@ def test_a_failed_check_fails_the_add_and_changes_nothing(tmp_path):
     with pytest.raises(ExtractionError, match="check timed out"):
         m.add("green", user_id="u")
     assert m.store.counts() == before
+
+
+class Leaning(FakeExtractor):
+    """A check answered with a probability of "changed", as the real model's `choose` gives."""
+
+    def __init__(self, p_changed: float, *script) -> None:
+        super().__init__(*script)
+        self.p_changed = p_changed
+
+    def choose(self, prompt, prefix, options):
+        self.check_calls.append(prompt)
+        assert (prefix, tuple(options)) == ('{"changed":', (" true", " false"))
+        return {" true": self.p_changed, " false": 1 - self.p_changed}
+
+
+@pytest.mark.parametrize("p_changed, superseded", [
+    (CHANGE_THRESHOLD - 0.01, False),  # "changed" more likely than not, but not enough
+    (CHANGE_THRESHOLD, True),
+    (0.95, True),
+])  # fmt: skip
+def test_the_check_supersedes_only_at_the_threshold(tmp_path, p_changed, superseded):
+    assert 0.5 < CHANGE_THRESHOLD < 1
+    m = Memory({"path": str(tmp_path / "m.db")}, embedder=FakeEmbedder(),
+               extractor=Leaning(p_changed, *SCRIPT), entities=FakeEntities())  # fmt: skip
+    old = m.add("blue", user_id="u")["results"][0]["id"]
+    out = m.add("green", user_id="u")["results"]
+    assert len(m.extractor.check_calls) == 1
+    assert m.get(old)["state"] == ("superseded" if superseded else "active")
+    assert [r["event"] for r in out] == (["ADD", "SUPERSEDE"] if superseded else ["ADD"])
+
+
+def test_the_default_choose_reads_the_greedy_answer():
+    yes = FakeExtractor(still_true=lambda prompt: False)
+    no = FakeExtractor()
+    prompt = Prompt(kind="check", messages=({"role": "user", "content": "?"},),
+                    schema=CHECK_SCHEMA, max_tokens=16)  # fmt: skip
+    assert yes.choose(prompt, '{"changed":', (" true", " false")) == {" true": 1.0, " false": 0.0}
+    assert no.choose(prompt, '{"changed":', (" true", " false")) == {" true": 0.0, " false": 1.0}
+    with pytest.raises(ExtractionError, match="no option"):
+        no.choose(prompt, '{"changed":', (" yes", " no"))

@@ -17,6 +17,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,9 @@ class Recording(Extractor):
         out = self.inner.extract(prompt)
         self.outputs.append(out)
         return out
+
+    def choose(self, prompt: Prompt, prefix: str, options: Sequence[str]) -> dict[str, float]:
+        return self.inner.choose(prompt, prefix, options)
 
 
 def matches(text: str, keywords: list[str]) -> bool:
@@ -219,7 +223,12 @@ def check_pairs(extractor: Extractor, embedder: Any) -> dict[str, Any]:
     from types import SimpleNamespace
 
     from offline_mem.content_words import share_a_content_word
-    from offline_mem.supersession import CHECK_MIN_SIMILARITY, build_check_prompt, interpret
+    from offline_mem.supersession import (
+        CHANGE_THRESHOLD,
+        CHECK_MIN_SIMILARITY,
+        build_check_prompt,
+        changed_probability,
+    )
 
     rows = []
     for want_still_true, pairs in ((False, CHANGED), (True, SAME)):
@@ -227,11 +236,13 @@ def check_pairs(extractor: Extractor, embedder: Any) -> dict[str, Any]:
             old_record = SimpleNamespace(text=old, observed_at="2026-01-05", created_at=None)
             new_memory = SimpleNamespace(text=new, observed_at="2026-11-29")
             prompt = build_check_prompt(old_record, new_memory, now_day=None, instructions=None)  # type: ignore[arg-type]
-            still_true = interpret(extractor.extract(prompt).data)
+            p_changed = changed_probability(extractor, prompt)
+            still_true = p_changed < CHANGE_THRESHOLD
             vectors = embedder.embed_batch([old, new])
             similarity = float(vectors[0] @ vectors[1])
             rows.append({"old": old, "new": new, "expected_still_true": want_still_true,
-                         "answered_still_true": still_true, "similarity": round(similarity, 3),
+                         "answered_still_true": still_true, "p_changed": round(p_changed, 4),
+                         "similarity": round(similarity, 3),
                          "shares_a_word": share_a_content_word(old, new, SPEAKERS),
                          "checked": similarity >= CHECK_MIN_SIMILARITY
                          and share_a_content_word(old, new, SPEAKERS)})  # fmt: skip

@@ -150,6 +150,11 @@ def make_recording_extractor(inner: Any, log: CallLog) -> Any:
             log.calls.append(LlmCall(out.prompt_tokens, out.completion_tokens, "stop"))
             return out
 
+        def choose(self, prompt: Any, prefix: str, options: Any) -> dict[str, float]:
+            chosen = inner.choose(prompt, prefix, options)
+            log.calls.append(LlmCall(0, 0, "stop"))  # one forward pass, nothing written
+            return chosen
+
         def close(self) -> None:
             inner.close()
 
