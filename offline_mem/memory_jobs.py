@@ -99,8 +99,9 @@ class MemoryJobs:
 
     def flush(self, timeout: float | None = None) -> None:
         """Block until the memory file has no queued or running extraction job (of this or any
-        process), running them here if no worker does; `FlushTimeoutError` after `timeout`
-        seconds (the jobs stay queued). Failed jobs do not count: see `failed_jobs`."""
+        process), starting this Memory's worker even when the config's `job_worker` is false;
+        `FlushTimeoutError` after `timeout` seconds (the jobs stay queued). Failed jobs do not
+        count: see `failed_jobs`."""
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0
         ):
