@@ -69,6 +69,10 @@ class AsyncMemory:
     delete_all = _coroutine("delete_all")
     history = _coroutine("history")
     reset = _coroutine("reset")
+    flush = _coroutine("flush")
+    pending = _coroutine("pending")
+    failed_jobs = _coroutine("failed_jobs")
+    job = _coroutine("job")
 
     async def close(self) -> None:
         """Wait for the calls in flight, then close the memory file and release the models."""

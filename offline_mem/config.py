@@ -40,6 +40,11 @@ class MemoryConfig:
     busy_timeout_ms: int = 30_000
     # MiB of large vector partitions held in memory for fast KNN (vector_cache.py); 0: none
     vector_cache_mb: float = 512
+    # add(infer=True) queues the extraction and returns at once (a call's async_mode overrides)
+    async_mode: bool = False
+    # run queued extraction jobs in a background thread of the Memory (false: they wait for a
+    # Memory that runs them, or for `flush()`; the command line opens files so)
+    job_worker: bool = True
     # {"semantic": w, "keyword": w, "entity": w}, summing to 1 (see ranking.py)
     ranking_weights: dict[str, float] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -61,10 +66,9 @@ class MemoryConfig:
         threads = values.get("threads")
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise ConfigError(f"config 'threads' must be a positive integer, got {threads!r}")
-        if not isinstance(values.get("reproducible", False), bool):
-            raise ConfigError(
-                f"config 'reproducible' must be true or false, got {values['reproducible']!r}"
-            )
+        for key in ("reproducible", "async_mode", "job_worker"):
+            if not isinstance(values.get(key, False), bool):
+                raise ConfigError(f"config {key!r} must be true or false, got {values[key]!r}")
         cache_mb = values.get("vector_cache_mb", cls.vector_cache_mb)
         if isinstance(cache_mb, bool) or not isinstance(cache_mb, (int, float)) or cache_mb < 0:
             raise ConfigError(

@@ -290,6 +290,10 @@ class Database:
         self.execute(f"RELEASE {name}")
 
     @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
     def in_write(self) -> bool:
         """Whether a write transaction (`atomic`) is open: reads then see uncommitted rows."""
         return self._writing

@@ -70,3 +70,8 @@ class ModelIntegrityError(ModelError):
 
 class ExtractionError(ModelError):
     """The extractor model failed or produced output outside its schema. Nothing was changed."""
+
+
+class FlushTimeoutError(OfflineMemError, TimeoutError):
+    """`Memory.flush(timeout=...)` ran out of time with extraction jobs still queued or running.
+    Nothing is lost: the jobs stay queued in the memory file."""

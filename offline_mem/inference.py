@@ -63,6 +63,9 @@ class AddRequest:
     expiration_date: str | None
     instructions: str | None  # the call's `prompt`, else the config's custom_instructions
     now: datetime
+    # An async add's job runs after its messages were stored: the scope's messages stored
+    # before this seq are its context, as they were for a synchronous add (None: all of them).
+    context_before: int | None = None
 
 
 def _prompt_message(message: NewMessage | MessageRecord) -> PromptMessage:
@@ -124,8 +127,11 @@ def plan_facts(
     )  # fmt: skip
     if not shown:
         return plan, [], None
-    count = store.message_count(request.scope)
-    stored_recent = store.recent_messages(request.scope, count - recent_window_start(count))
+    before = request.context_before
+    count = store.message_count(request.scope, before=before)
+    stored_recent = store.recent_messages(
+        request.scope, count - recent_window_start(count), before=before
+    )
     # who said each message, as the extractor sees it (speakers.py); the stored ones keep theirs
     messages = with_speakers(request.messages, [m.content for m in stored_recent])
     recent = with_speakers(stored_recent, [m.content for m in request.messages])

@@ -99,6 +99,8 @@ class Skipped(TypedDict):
 class AddResults(TypedDict):
     results: list[AddEvent]
     skipped: NotRequired[list[Skipped]]
+    status: NotRequired[Annotated[str, Field(description="PENDING: the extraction is queued.")]]
+    event_id: NotRequired[Annotated[str, Field(description="The queued extraction job's id.")]]
 
 
 class Changed(TypedDict):
@@ -181,11 +183,18 @@ class MemoryServer:
         user_id: UserId = None,
         agent_id: AgentId = None,
         run_id: RunId = None,
+        async_mode: Annotated[
+            bool | None,
+            Field(
+                description="Store the messages now and extract the facts in the background "
+                "(returns at once); default: the server's configuration."
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, AddResults]:
         given = None if messages is None else [dict(m) for m in messages]
         return _result(lambda: self.tools.add_memory(
             text, given, infer=infer, metadata=metadata,
-            user_id=user_id, agent_id=agent_id, run_id=run_id,
+            user_id=user_id, agent_id=agent_id, run_id=run_id, async_mode=async_mode,
         ))  # fmt: skip
 
     def search_memory(

@@ -46,8 +46,12 @@ def listed(results: Sequence[dict[str, Any]]) -> str:
 
 
 def added(result: dict[str, Any]) -> str:
-    """add_memory: one `EVENT id  text` line per memory written, then what was skipped."""
+    """add_memory: one `EVENT id  text` line per memory written (or the queued job of an async
+    add), then what was skipped."""
     lines = [f"{row['event']} {row['id']}  {row['memory']}" for row in result["results"]]
+    if result.get("status") == "PENDING":
+        lines = [f"queued as job {result['event_id']}: the messages are searchable now, the "
+                 "facts follow in the background"]  # fmt: skip
     if not lines:
         lines = ["nothing new to remember"]
     for skipped in result.get("skipped", []):

@@ -60,12 +60,15 @@ class MemoryTools:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        async_mode: bool | None = None,
     ) -> ToolOutput:
         if (text is None) == (messages is None):
             raise ValidationError("give either text or messages, not both and not neither")
         scope = self.defaults.merged(user_id, agent_id, run_id)
         given: Any = text if messages is None else messages
-        result = self.memory.add(given, metadata=metadata, infer=infer, **scope)
+        result = self.memory.add(
+            given, metadata=metadata, infer=infer, async_mode=async_mode, **scope
+        )
         return ToolOutput(result, mcp_text.added(result))
 
     def search_memory(

@@ -13,13 +13,15 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import MemoryConfig, resolve_db_path, resolve_models_dir
 from .embedder import Embedder, QueryVectorCache
 from .entities import EntityExtractor, NoEntities, SpacyEntities
 from .errors import ModelError, ValidationError
 from .extractor import Extractor, LlamaExtractor
+from .job_worker import JobWorker
+from .memory_jobs import MemoryJobs
 from .memory_reads import MemoryReads, in_scope
 from .nlp import TextAnalyzer
 from .ranking import Weights
@@ -39,6 +41,9 @@ from .validation import (
     reject_unknown_kwargs,
 )
 
+if TYPE_CHECKING:
+    from .inference import AddRequest
+
 _UNSET: Any = Ellipsis
 
 
@@ -54,7 +59,7 @@ def _reported(result: dict[str, Any], skipped: Sequence[Skipped]) -> dict[str, A
     return result
 
 
-class Memory(MemoryReads):
+class Memory(MemoryReads, MemoryJobs):
     """Durable, searchable memories in one SQLite file, with pinned local models."""
 
     def __init__(
@@ -97,6 +102,9 @@ class Memory(MemoryReads):
         )
         self._lock = threading.RLock()
         self._index_pending_messages()
+        self._worker = JobWorker(self.store, self._run_job)
+        if config.job_worker and self.store.pending_jobs():
+            self._worker.start()  # jobs left by a process that ended, or another one's
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Memory:
@@ -184,6 +192,9 @@ class Memory(MemoryReads):
     # -- lifecycle ----------------------------------------------------------------------------
 
     def close(self) -> None:
+        """Let a running extraction job finish (queued ones stay queued in the file), then close
+        the file and release the models."""
+        self._worker.stop()
         self.store.close()
         self.embedder.close()
         self.extractor.close()
@@ -210,9 +221,15 @@ class Memory(MemoryReads):
         prompt: str | None = None,
         expiration_date: Any = None,
         timestamp: Any = None,
+        async_mode: bool | None = None,
         **unknown: Any,
     ) -> dict[str, Any]:
-        """Store memories from messages. `infer=False` keeps one memory per non-system message."""
+        """Store memories from messages. `infer=False` keeps one memory per non-system message.
+
+        With `async_mode=True` (default: the config's `async_mode`) an add that runs the
+        extractor stores its messages and queues the extraction in one transaction, and returns
+        `{"results": [], "status": "PENDING", "event_id": <job id>}` at once; the messages are
+        searchable from then on, and the worker thread adds the facts (see `flush`, `job`)."""
         reject_unknown_kwargs("add", unknown)
         scope = make_scope(user_id, agent_id, run_id)
         parsed, skipped = normalize_messages(messages)
@@ -227,6 +244,10 @@ class Memory(MemoryReads):
             check_text(prompt, "prompt")
         if not isinstance(infer, bool):
             raise ValidationError(f"infer must be True or False, got {infer!r}")
+        if async_mode is None:
+            async_mode = self.config.async_mode
+        elif not isinstance(async_mode, bool):
+            raise ValidationError(f"async_mode must be True, False or None, got {async_mode!r}")
         new_messages = [self._new_message(m, call_time) for m in parsed]
         if memory_type == "procedural_memory" and scope.agent_id is None:
             raise ValidationError("memory_type='procedural_memory' needs an agent_id")
@@ -234,20 +255,33 @@ class Memory(MemoryReads):
             return _reported(
                 self._add_raw(scope, parsed, new_messages, clean_metadata, expiry), skipped
             )
+        kind = "procedural" if memory_type else "facts"
+        instructions = prompt if prompt is not None else self.config.custom_instructions
+        if async_mode:
+            plan = AddPlan(scope=scope, messages=new_messages, memories=[],
+                           embedder_sha256=self.embedder.identity.sha256)  # fmt: skip
+            queued = self._enqueue(plan, kind, clean_metadata, expiry, instructions)
+            return _reported(queued, skipped)
         from . import inference  # extraction's modules: a search or raw add never loads them
 
         request = inference.AddRequest(
             scope=scope, messages=new_messages, metadata=clean_metadata, expiration_date=expiry,
-            instructions=prompt if prompt is not None else self.config.custom_instructions,
-            now=utc_now(),
+            instructions=instructions, now=utc_now(),
         )  # fmt: skip
-        models = inference.Models(self.embedder, self.extractor, self.entities)
-        plan_for = inference.plan_procedural if memory_type else inference.plan_facts
-        # The model runs first, outside any lock, so other threads' reads and writes go on
-        # meanwhile; nothing is written if it fails. Only the write queues (`_apply`).
-        plan, results, _ = plan_for(self.store, models, request)
+        plan, results = self._infer(kind, request)
         self._apply(plan)
         return _reported({"results": results}, skipped)
+
+    def _infer(self, kind: str, request: AddRequest) -> tuple[AddPlan, list[dict[str, Any]]]:
+        """The extraction of an add, synchronous or queued: the write plan and its results.
+        The model runs outside any lock, so other threads' reads and writes go on meanwhile;
+        nothing is written here, so nothing is written if it fails."""
+        from . import inference
+
+        models = inference.Models(self.embedder, self.extractor, self.entities)
+        plan_for = inference.plan_procedural if kind == "procedural" else inference.plan_facts
+        plan, results, _ = plan_for(self.store, models, request)
+        return plan, results
 
     @staticmethod
     def _new_message(message: Message, call_time: datetime | None) -> NewMessage:

@@ -27,6 +27,7 @@ from .records import (
     MemoryRecord,
     NewMemory,
 )
+from .store_jobs import JobClaim, JobQueue, NewJob
 from .store_messages import MessageIndex
 from .store_reads import StoreReads
 from .store_search import SearchSignals, scope_match, vector_blob
@@ -43,7 +44,7 @@ def _partition(user_id: str | None) -> str:
     return user_id or ""
 
 
-class Store(StoreReads, SearchSignals, MessageIndex):
+class Store(StoreReads, SearchSignals, MessageIndex, JobQueue):
     def __init__(
         self,
         db: Database,
@@ -115,14 +116,34 @@ class Store(StoreReads, SearchSignals, MessageIndex):
 
     # -- writes -------------------------------------------------------------------------------
 
-    def apply_add(self, plan: AddPlan, *, now: datetime | None = None) -> list[str]:
-        """Write messages, memories and everything attached to them; returns the new ids."""
+    def apply_add(
+        self, plan: AddPlan, *, now: datetime | None = None, job: NewJob | None = None
+    ) -> list[str]:
+        """Write messages, memories and everything attached to them, and the extraction job of
+        an async add when given; returns the new memories' ids."""
         now = now or utc_now()
         with self.db.atomic():
-            seqs = self._insert_messages(plan, now)
+            seqs: list[int | None] = list(self._insert_messages(plan, now))
             for memory in plan.memories:
                 self._insert_memory(plan, memory, seqs, now)
+            if job is not None:
+                self.insert_job(plan.scope, job, iso(now))
         return [m.id for m in plan.memories]
+
+    def finish_job(self, claim: JobClaim, plan: AddPlan, results: Sequence[dict[str, Any]]) -> bool:
+        """Write a job's memories (its messages are stored already) and mark it done, in one
+        transaction; False, with nothing written, when the claim is no longer ours. A message
+        deleted since the job was queued is left out of the memories' sources."""
+        now = utc_now()
+        with self.db.atomic():
+            if not self._holds(claim):
+                return False
+            found = self.messages_by_id([m.id for m in plan.messages])
+            seqs = [found[m.id].seq if m.id in found else None for m in plan.messages]
+            for memory in plan.memories:
+                self._insert_memory(plan, memory, seqs, now)
+            self.mark_job_done(claim, results)
+        return True
 
     def _insert_messages(self, plan: AddPlan, now: datetime) -> list[int]:
         last = self.db.query_one("SELECT max(created_at) FROM messages")[0]
@@ -154,7 +175,7 @@ class Store(StoreReads, SearchSignals, MessageIndex):
         return seqs
 
     def _insert_memory(
-        self, plan: AddPlan, memory: NewMemory, seqs: Sequence[int], now: datetime
+        self, plan: AddPlan, memory: NewMemory, seqs: Sequence[int | None], now: datetime
     ) -> None:
         scope = plan.scope
         stamp = iso(now)
@@ -174,6 +195,8 @@ class Store(StoreReads, SearchSignals, MessageIndex):
             raise ValueError("NewMemory.terms must be filled (Memory analyses texts first)")
         self._write_index_rows(rowid, scope.user_id, memory.vector, memory.terms)
         for index in memory.source_messages:
+            if seqs[index] is None:
+                continue
             self.db.execute(
                 "INSERT OR IGNORE INTO provenance (memory_rowid, message_seq) VALUES (?, ?)",
                 (rowid, seqs[index]),
@@ -336,10 +359,11 @@ class Store(StoreReads, SearchSignals, MessageIndex):
             ]
             self.delete_message_index(seqs)
             self.db.execute(f"DELETE FROM messages WHERE {where}", params)
+            self.delete_jobs(scope)
         return len(records)
 
     def reset(self) -> None:
-        """Remove every memory, message, entity and history row; the schema and meta stay."""
+        """Remove every memory, message, entity, history row and job; the schema and meta stay."""
         with self.db.atomic():
             for table in ("provenance", "entity_links", "entities", "memory_vectors",
                           "message_vectors", "message_keyword_postings", "message_keyword_terms",
@@ -347,6 +371,7 @@ class Store(StoreReads, SearchSignals, MessageIndex):
                           "keyword_postings", "keyword_terms", "keyword_docs", "keyword_partitions",
                           "memories", "messages", "history"):  # fmt: skip
                 self.db.execute(f"DELETE FROM {table}")
+            self.delete_jobs(None)
 
 
 def _pin_embedder(db: Database, embedder: EmbedderIdentity) -> None:

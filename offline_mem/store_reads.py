@@ -16,6 +16,8 @@ from .store_search import SearchSignals
 from .timeutil import utc_now
 from .validation import Scope
 
+_BEYOND = 2**63 - 1  # a seq after every message
+
 
 class StoreReads(SearchSignals):
     db: Database
@@ -80,19 +82,35 @@ class StoreReads(SearchSignals):
         )
         return [HistoryRecord(*row) for row in rows]
 
-    def recent_messages(self, scope: Scope, limit: int = 10) -> list[MessageRecord]:
-        """The last `limit` messages of exactly this scope, oldest first."""
+    def recent_messages(
+        self, scope: Scope, limit: int = 10, *, before: int | None = None
+    ) -> list[MessageRecord]:
+        """The last `limit` messages of exactly this scope (stored before seq `before`, when
+        given), oldest first."""
         rows = self.db.query(
-            f"SELECT {MessageRecord.COLUMNS} FROM messages WHERE scope = ? "
+            f"SELECT {MessageRecord.COLUMNS} FROM messages WHERE scope = ? AND seq < ? "
             "ORDER BY seq DESC LIMIT ?",
-            (scope.key, limit),
+            (scope.key, _BEYOND if before is None else before, limit),
         )
         return [MessageRecord(*row) for row in reversed(rows)]
 
-    def message_count(self, scope: Scope) -> int:
-        """How many messages exactly this scope holds."""
-        rows = self.db.query("SELECT COUNT(*) FROM messages WHERE scope = ?", (scope.key,))
+    def message_count(self, scope: Scope, *, before: int | None = None) -> int:
+        """How many messages exactly this scope holds (stored before seq `before`, when given)."""
+        rows = self.db.query(
+            "SELECT COUNT(*) FROM messages WHERE scope = ? AND seq < ?",
+            (scope.key, _BEYOND if before is None else before),
+        )
         return int(rows[0][0])
+
+    def messages_by_id(self, ids: Sequence[str]) -> dict[str, MessageRecord]:
+        """Those of these messages that exist, by id."""
+        if not ids:
+            return {}
+        marks = ", ".join("?" for _ in ids)
+        rows = self.db.query(
+            f"SELECT {MessageRecord.COLUMNS} FROM messages WHERE id IN ({marks})", list(ids)
+        )
+        return {row[1]: MessageRecord(*row) for row in rows}
 
     def sources(self, memory_rowid: int) -> list[MessageRecord]:
         """The messages a memory came from, in order."""

@@ -246,6 +246,7 @@ def violations(db: Database) -> list[str]:
         "superseded memories without a successor",
         _rows(db, "SELECT id FROM memories WHERE state = 'superseded' AND superseded_by IS NULL"),
     )
+    _job_violations(db, expect_none)
     expect_none(
         "messages with a wrong scope key",
         [
@@ -255,6 +256,37 @@ def violations(db: Database) -> list[str]:
         ],
     )
     return found
+
+
+def _job_violations(db: Database, expect_none: Any) -> None:
+    """The extraction queue: claims only on running jobs, results only on done ones, and a
+    scope's jobs finish in queue order (no unfinished job before a finished one)."""
+    if db.query_one("SELECT 1 FROM sqlite_master WHERE name = 'jobs'") is None:
+        return
+    expect_none(
+        "running jobs without an owner and lease, or other jobs with an owner",
+        _rows(
+            db,
+            "SELECT id, state, owner, lease_until FROM jobs WHERE (state = 'running') != "
+            "(owner IS NOT NULL AND lease_until IS NOT NULL)",
+        ),
+    )
+    expect_none(
+        "done jobs without results or end time, or others with results",
+        _rows(
+            db,
+            "SELECT id, state FROM jobs WHERE (state = 'done') != "
+            "(results IS NOT NULL AND finished_at IS NOT NULL)",
+        ),
+    )
+    expect_none(
+        "jobs finished out of queue order",
+        _rows(
+            db,
+            "SELECT u.id, f.id FROM jobs u JOIN jobs f ON f.scope = u.scope AND f.seq > u.seq "
+            "WHERE u.state IN ('queued', 'running') AND f.state IN ('done', 'failed')",
+        ),
+    )
 
 
 def check_path(path: str) -> list[str]:
@@ -376,12 +408,91 @@ def _matches(view: dict[str, Any], scope: dict[str, str]) -> bool:
 
 def expected_add_texts(op: dict[str, Any]) -> Counter[str]:
     """The memories an add must create (its texts carry a unique token, so none pre-exist)."""
-    if op["op"] == "add_infer":
+    if op["op"] in ("add_infer", "add_async"):
         return Counter(op["facts"])
     chosen = [
         m["content"] for m in op["messages"] if m["role"] != "system" and m["content"].strip()
     ]
     return Counter(dict.fromkeys(chosen, 1))
+
+
+def _apply_added(state: LogicalState, op: dict[str, Any], result: Any) -> None:
+    """An add's new memories and supersessions, as its result names them."""
+    added = [item for item in result["results"] if item["event"] == "ADD"]
+    if Counter(item["memory"] for item in added) != expected_add_texts(op):
+        raise LostWrite(f"op {op['i']}: added {added}, expected {expected_add_texts(op)}")
+    for item in added:
+        state.memories[item["id"]] = memory_view(
+            item["memory"], "active", None, op["scope"], dict(op["metadata"])
+        )
+        state.history[item["id"]] = ["ADD"]
+    for item in result["results"]:
+        if item["event"] != "SUPERSEDE":
+            continue
+        if op["op"] not in ("add_infer", "add_async") or not op["supersede"]:
+            raise LostWrite(f"op {op['i']}: unexpected supersession {item}")
+        old = state.memories[item["id"]]
+        if old["state"] != "active" or not _matches(old, op["scope"]):
+            raise LostWrite(f"op {op['i']}: superseded {old} outside the scope or inactive")
+        old["state"], old["superseded_by"] = "superseded", item["superseded_by"]
+        state.history[item["id"]].append("SUPERSEDE")
+
+
+def apply_job(state: LogicalState, op: dict[str, Any], result: Any) -> None:
+    """The memories of an async add (`op`), when its job is done with `result`."""
+    _apply_added(state, op, result)
+
+
+@dataclass
+class JobBook:
+    """The model of the async adds' jobs: each is pending, done or deleted (by a delete_all of
+    its scope), and is completed at most once."""
+
+    ops: dict[str, dict[str, Any]] = field(default_factory=dict)  # event_id -> its add_async op
+    states: dict[str, str] = field(default_factory=dict)
+    completions: Counter[str] = field(default_factory=Counter)
+
+    def queued(self, event_id: str, op: dict[str, Any]) -> None:
+        self.ops[event_id], self.states[event_id] = op, "pending"
+
+    def done(self, state: LogicalState, event_id: str, result: Any) -> None:
+        self.completions[event_id] += 1
+        if self.states.get(event_id) != "pending":
+            raise LostWrite(f"job {event_id} completed while {self.states.get(event_id)}")
+        apply_job(state, self.ops[event_id], result)
+        self.states[event_id] = "done"
+
+    def delete_scope(self, scope: dict[str, str]) -> None:
+        for event_id, op in self.ops.items():
+            if all(op["scope"].get(key) == value for key, value in scope.items()):
+                self.states[event_id] = "deleted"
+
+    def pending(self) -> list[str]:
+        return [e for e, s in self.states.items() if s == "pending"]
+
+    def differences(self, db: Database) -> list[str]:
+        """Jobs lost (pending or done in the model, missing or otherwise in the file), jobs the
+        model does not know, and jobs completed twice."""
+        rows = {r[0]: r[1] for r in _rows(db, "SELECT id, state FROM jobs")}
+        out = []
+        for event_id, wanted in self.states.items():
+            found = rows.pop(event_id, None)
+            ok = {"pending": found in ("queued", "running"), "done": found == "done",
+                  "deleted": found is None}[wanted]  # fmt: skip
+            if not ok:
+                out.append(f"job {event_id}: {wanted} in the model, {found} in the file")
+        out += [f"job {event_id}: {state} in the file, unknown" for event_id, state in rows.items()]
+        out += [f"job {e} completed {n} times" for e, n in self.completions.items() if n > 1]
+        return out
+
+
+def apply_logged(state: LogicalState, book: JobBook, op: dict[str, Any], result: Any) -> None:
+    """An acknowledged operation, its effect on the jobs included."""
+    apply_operation(state, op, result)
+    if op["op"] == "add_async":
+        book.queued(result["event_id"], op)
+    elif op["op"] == "delete_all":
+        book.delete_scope(op["scope"])
 
 
 def apply_operation(state: LogicalState, op: dict[str, Any], result: Any) -> None:
@@ -390,25 +501,13 @@ def apply_operation(state: LogicalState, op: dict[str, Any], result: Any) -> Non
     For adds, `result` gives the new ids: the call's return value, or one rebuilt from the file.
     Raises LostWrite when the result contradicts the operation."""
     kind = op["op"]
-    if kind in ("add_raw", "add_infer"):
-        added = [item for item in result["results"] if item["event"] == "ADD"]
-        if Counter(item["memory"] for item in added) != expected_add_texts(op):
-            raise LostWrite(f"op {op['i']}: added {added}, expected {expected_add_texts(op)}")
-        for item in added:
-            state.memories[item["id"]] = memory_view(
-                item["memory"], "active", None, op["scope"], dict(op["metadata"])
-            )
-            state.history[item["id"]] = ["ADD"]
-        for item in result["results"]:
-            if item["event"] != "SUPERSEDE":
-                continue
-            if op["op"] != "add_infer" or not op["supersede"]:
-                raise LostWrite(f"op {op['i']}: unexpected supersession {item}")
-            old = state.memories[item["id"]]
-            if old["state"] != "active" or not _matches(old, op["scope"]):
-                raise LostWrite(f"op {op['i']}: superseded {old} outside the scope or inactive")
-            old["state"], old["superseded_by"] = "superseded", item["superseded_by"]
-            state.history[item["id"]].append("SUPERSEDE")
+    if kind == "add_async":  # the messages now; the memories when its job is done (apply_job)
+        for message in op["messages"]:
+            state.messages[message_key(op["scope"], message["role"], message["content"])] += 1
+    elif kind == "flush":
+        pass
+    elif kind in ("add_raw", "add_infer"):
+        _apply_added(state, op, result)
         for message in op["messages"]:
             state.messages[message_key(op["scope"], message["role"], message["content"])] += 1
     elif kind == "update":

@@ -250,3 +250,33 @@ def test_stats_and_backup(cli: Cli, tmp_path: Path) -> None:
     assert again.exit_code == 1 and "already exists" in again.stderr
     missing = cli.run("stats", db=tmp_path / "none.db")
     assert missing.exit_code == 1 and missing.stderr.startswith("error: no memory file at")
+
+
+def test_async_adds_wait_for_flush_and_stats_count_the_jobs(cli: Cli, monkeypatch) -> None:
+    from offline_mem import job_worker
+
+    monkeypatch.setattr(job_worker, "RETRY_AFTER_S", (0.0, 0.0))
+    broken = ExtractionError("the model answered outside its schema")
+    cli.script += [answer("User keeps bees."), broken, broken, broken]
+    queued = cli.json("add", "--user", "u1", "--async", "I keep bees on the roof")
+    assert queued["status"] == "PENDING" and queued["results"] == []
+    line = cli.ok("add", "--user", "u1", "--async", "I sold the old boat")
+    assert line.startswith("queued as job ") and "offline-mem flush" in line
+    # the turns are searchable before any extraction; the commands ran no job on their way out
+    found = cli.json("search", "--user", "u1", "bees on the roof")["results"]
+    assert found[0]["kind"] == "message" and found[0]["content"] == "I keep bees on the roof"
+    jobs = cli.json("stats")["jobs"]
+    assert (jobs["queued"], jobs["running"], jobs["done"], jobs["failed"]) == (2, 0, 0, 0)
+    assert cli.ok("flush") == "ran 2 extraction jobs; 1 failed (see offline-mem stats)\n"
+    assert [m["memory"] for m in cli.json("list", "--user", "u1")["results"]] == [
+        "User keeps bees."
+    ]
+    jobs = cli.json("stats")["jobs"]
+    assert (jobs["queued"], jobs["done"], jobs["failed"]) == (0, 1, 1)
+    (failure,) = jobs["failures"]
+    assert failure["user_id"] == "u1" and failure["attempts"] == 3
+    assert failure["error"] == "ExtractionError: the model answered outside its schema"
+    text = cli.ok("stats")
+    assert "extraction jobs: 0 queued, 0 running, 1 done, 1 failed" in text
+    assert f"failed {failure['event_id']} after 3 runs: ExtractionError" in text
+    assert cli.ok("flush", "--timeout", "5") == "no extraction jobs pending\n"

@@ -5,6 +5,10 @@ scope; all of them start together on a fresh file (so they race to create the sc
 No error may reach a caller (BEGIN IMMEDIATE + the busy timeout make writers wait, never fail),
 no acknowledged write may be lost, and the file must pass every invariant at the end.
 
+A share of the extraction adds are queued (async_mode=True) in each writer's async scope, and
+every writer's worker competes for every job on the file: each job must be claimed once and
+completed once, by whichever process, and its memories applied in queue order must match.
+
 OFFLINE_MEM_CONCURRENCY_OPS picks the operations per writer (default 250).
 """
 
@@ -16,12 +20,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from invariants import LogicalState, apply_operation, logical_state, open_db, violations
+from invariants import JobBook, LogicalState, apply_logged, logical_state, open_db, violations
 
 WRITER = Path(__file__).with_name("writer_process.py")
 WRITERS = 4
 OPS = int(os.environ.get("OFFLINE_MEM_CONCURRENCY_OPS", "250"))
 SEED = 7
+ASYNC_SHARE = "0.3"
 
 
 def test_four_writers_lose_nothing_and_see_no_error(tmp_path: Path) -> None:
@@ -31,13 +36,20 @@ def test_four_writers_lose_nothing_and_see_no_error(tmp_path: Path) -> None:
     for k, log in enumerate(logs):
         with log.open("w") as out:
             command = [sys.executable, str(WRITER), str(db), "--seed", str(SEED),
-                       "--proc", str(k), "--count", str(OPS), "--shared"]  # fmt: skip
+                       "--proc", str(k), "--count", str(OPS), "--shared",
+                       "--async-share", ASYNC_SHARE]  # fmt: skip
             writers.append(subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT))
     for writer in writers:
         writer.wait(timeout=600)
+    # the jobs the writers left queued when they closed: run by one more process
+    drain = tmp_path / "drain.log"
+    with drain.open("w") as out:
+        command = [sys.executable, str(WRITER), str(db), "--seed", str(SEED), "--drain"]
+        assert subprocess.run(command, stdout=out, stderr=subprocess.STDOUT).returncode == 0
 
-    model = LogicalState()
+    model, book = LogicalState(), JobBook()
     acknowledged = 0
+    completed: dict[str, dict] = {}  # event_id -> the result of its (one) completion
     for k, (writer, log) in enumerate(zip(writers, logs, strict=True)):
         text = log.read_text()
         lines = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
@@ -47,16 +59,30 @@ def test_four_writers_lose_nothing_and_see_no_error(tmp_path: Path) -> None:
         acks = [line for line in lines if line["t"] == "ack"]
         assert [a["i"] for a in acks] == list(range(OPS)), f"writer {k} skipped operations"
         for ack in acks:
-            apply_operation(model, intents[ack["i"]], ack["result"])
+            apply_logged(model, book, intents[ack["i"]], ack["result"])
         acknowledged += len(acks)
+    for log in [*logs, drain]:
+        for line in map(json.loads, log.read_text().splitlines()):
+            if line["t"] == "job_done":
+                assert line["event_id"] not in completed, f"job {line['event_id']} done twice"
+                completed[line["event_id"]] = line["result"]
+            assert line["t"] != "job_lost", f"a claim was lost: {line}"
 
     connection = open_db(str(db))
     try:
         assert violations(connection) == []
         state = logical_state(connection)
+        jobs = connection.query("SELECT id, state, claims FROM jobs ORDER BY seq")
+        # No kill, no expired lease: every job was claimed once, by one process, and done.
+        assert [(s, n) for _, s, n in jobs] == [("done", 1)] * len(jobs)
+        for event_id, _, _ in jobs:  # a scope's memories, applied in its queue's order
+            book.done(model, event_id, completed.pop(event_id))
+        assert completed == {} and book.pending() == []
+        assert book.differences(connection) == []
     finally:
         connection.close()
     assert model.differences(state) == []
+    assert len(jobs) > WRITERS
     shared = [v for v in state.memories.values() if v["user_id"] == "shared"]
     assert acknowledged == WRITERS * OPS
     assert {v["metadata"]["proc"] for v in shared} == set(range(WRITERS))

@@ -10,8 +10,15 @@ kills it at a random moment, then checks that
   absent: never half-visible;
 and restarts the writer on the same file, continuing the seeded sequence.
 
+With extraction jobs (`add(..., async_mode=True)`; the writer logs each job's run between a
+job_intent and a job_done line), each check also holds the file's queue to the model: every
+acknowledged job is still queued or running, or done (its memories in the file), or deleted with
+its scope; none is completed twice; a job committing when the writer died is wholly done or not
+at all. After the last kill a writer drains the queue: every job must end done, exactly once.
+
 OFFLINE_MEM_CRASH_KILLS picks the number of kills (default 40, the CI size; the long variant is
-200 or more) and OFFLINE_MEM_CRASH_SEED the seed.
+200 or more), OFFLINE_MEM_ASYNC_CRASH_KILLS those of the async test (default 25;
+benchmarks/async_crash.py runs 100+) and OFFLINE_MEM_CRASH_SEED the seed.
 """
 
 from __future__ import annotations
@@ -24,13 +31,16 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from invariants import (
+    JobBook,
     LogicalState,
     LostWrite,
+    apply_logged,
     apply_operation,
     check_path,
     logical_state,
@@ -41,6 +51,7 @@ from invariants import (
 
 WRITER = Path(__file__).with_name("writer_process.py")
 KILLS = int(os.environ.get("OFFLINE_MEM_CRASH_KILLS", "40"))
+ASYNC_KILLS = int(os.environ.get("OFFLINE_MEM_ASYNC_CRASH_KILLS", "25"))
 SEED = int(os.environ.get("OFFLINE_MEM_CRASH_SEED", "20240611"))
 
 
@@ -72,7 +83,8 @@ def rebuilt_result(model: LogicalState, state: LogicalState, op: dict[str, Any])
 def resolve_in_flight(
     model: LogicalState, state: LogicalState, op: dict[str, Any]
 ) -> tuple[LogicalState, bool, list[str]]:
-    """(the model after the in-flight op, whether it was applied, violations)."""
+    """(the model after the in-flight op, whether it was applied, violations). An async add's
+    job is not known here: the caller finds it in the file."""
     if not model.differences(state):
         return model, False, []
     applied = model.copy()
@@ -114,15 +126,23 @@ def wait_until_ready(writer: subprocess.Popen[bytes], log: Path, timeout: float 
 
 
 def run_until_killed(
-    db: Path, log: Path, start: int, delay: float, stall_ms: float, *, after_ready: bool
+    db: Path,
+    log: Path,
+    start: int,
+    delay: float,
+    stall_ms: float,
+    *,
+    after_ready: bool,
+    seed: int = SEED,
+    extra: Sequence[str] = (),
 ) -> subprocess.Popen[bytes]:
     """Start a writer and kill it `delay` seconds after it started or, with `after_ready`,
     after it opened the file: on a loaded machine start-up alone can outlast the delay, and the
     kills would then never reach the operations."""
-    command = [sys.executable, str(WRITER), str(db), "--seed", str(SEED), "--start", str(start)]
+    command = [sys.executable, str(WRITER), str(db), "--seed", str(seed), "--start", str(start)]
     with log.open("w") as out:
         writer = subprocess.Popen(
-            [*command, "--stall-ms", str(stall_ms)],
+            [*command, "--stall-ms", str(stall_ms), *extra],
             stdout=out,
             stderr=subprocess.STDOUT,
         )
@@ -134,70 +154,176 @@ def run_until_killed(
     return writer
 
 
-@pytest.mark.slow
-def test_sigkill_at_random_moments_loses_nothing_acknowledged(tmp_path: Path) -> None:
-    db = tmp_path / "memory.db"
-    rng = random.Random(SEED)
-    model = LogicalState()
-    next_op = 0
-    stats: Counter[str] = Counter()
-    problems: list[str] = []
-    for kill in range(KILLS):
-        log = tmp_path / "writer.log"
+class CrashRun:
+    """Kills writers on one file and checks it after each kill (see the module docstring).
+    With `async_share` the writers also queue extraction jobs, and each check also holds the
+    queue to the model: no acknowledged job lost, none completed twice."""
+
+    def __init__(
+        self, tmp_path: Path, *, seed: int = SEED, async_share: float = 0.0, extract_ms: float = 0
+    ) -> None:
+        self.tmp_path = tmp_path
+        self.db = tmp_path / "memory.db"
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.extra = ["--async-share", str(async_share), "--extract-ms", str(extract_ms)]
+        self.model = LogicalState()
+        self.book = JobBook()
+        self.next_op = 0
+        self.stats: Counter[str] = Counter()
+
+    def kill_once(self, kill: int) -> None:
+        log = self.tmp_path / "writer.log"
+        rng = self.rng
         # Mostly mid-run; some during start-up (opening, WAL recovery, the first migration).
         during_start = rng.random() < 0.2
         delay = rng.uniform(0.02, 0.35) if during_start else rng.uniform(0.05, 0.9)
         # Half the runs stall before each statement (a slow disk), so that more kills land
         # inside a transaction rather than in the fsync after its last write.
         stall_ms = rng.choice([0.0, 2.0])
-        writer = run_until_killed(db, log, next_op, delay, stall_ms, after_ready=not during_start)
+        writer = run_until_killed(
+            self.db, log, self.next_op, delay, stall_ms, after_ready=not during_start,
+            seed=self.seed, extra=self.extra,
+        )  # fmt: skip
         lines = read_lines(log)
         errors = [line for line in lines if line["t"] == "error"]
         assert not errors and writer.returncode == -signal.SIGKILL, (
             f"kill {kill}: the writer failed on its own (rc {writer.returncode}): "
             f"{errors or log.read_text()[-2000:]}"
         )
-        stats["kills"] += 1
-        in_flight = None
+        self.stats["kills"] += 1
+        in_flight, job_in_flight = self.replay(lines)
+        if not self.db.exists() or not schema_committed(str(self.db)):
+            # Killed before the first open committed its schema: nothing can have been
+            # acknowledged, and the library must open the file as an empty store.
+            assert not lines or all(line["t"] == "ready" for line in lines)
+            assert not self.model.memories and not self.model.messages
+            if self.db.exists():
+                assert_opens_as_empty_store(self.db)
+                self.stats["killed before the schema committed"] += 1
+            return
+        self.check(kill, in_flight, job_in_flight)
+
+    def replay(self, lines: list[dict[str, Any]]) -> tuple[Any, Any]:
+        """Apply a writer's acknowledged operations and completed jobs to the model; returns
+        the operation and the job in flight when it died (announced, not acknowledged)."""
+        in_flight = job_in_flight = None
         for line in lines:
             if line["t"] == "intent":
                 in_flight = line
             elif line["t"] == "ack":
                 assert in_flight is not None and in_flight["i"] == line["i"]
-                apply_operation(model, in_flight, line["result"])
-                stats["acknowledged"] += 1
-                stats[f"ack {in_flight['op']}"] += 1
-                next_op, in_flight = line["i"] + 1, None
-        if not db.exists() or not schema_committed(str(db)):
-            # Killed before the first open committed its schema: nothing can have been
-            # acknowledged, and the library must open the file as an empty store.
-            assert not lines or all(line["t"] == "ready" for line in lines)
-            assert not model.memories and not model.messages
-            if db.exists():
-                assert_opens_as_empty_store(db)
-                stats["killed before the schema committed"] += 1
-            continue
-        connection = open_db(str(db))
+                apply_logged(self.model, self.book, in_flight, line["result"])
+                self.stats["acknowledged"] += 1
+                self.stats[f"ack {in_flight['op']}"] += 1
+                self.next_op, in_flight = line["i"] + 1, None
+            elif line["t"] == "job_intent":
+                job_in_flight = line["event_id"]
+            elif line["t"] in ("job_done", "job_lost"):
+                assert job_in_flight == line["event_id"]
+                if line["t"] == "job_done":
+                    self.book.done(self.model, line["event_id"], line["result"])
+                    self.stats["jobs done"] += 1
+                job_in_flight = None
+        return in_flight, job_in_flight
+
+    def check(self, kill: int, in_flight: Any, job_in_flight: Any) -> None:
+        connection = open_db(str(self.db))
         try:
             found = [f"kill {kill}: {v}" for v in violations(connection)]
             state = logical_state(connection)
+            jobs = dict(connection.query("SELECT id, state FROM jobs"))
+            done = {
+                row[0]: json.loads(row[1])
+                for row in connection.query("SELECT id, results FROM jobs WHERE state = 'done'")
+            }
         finally:
             connection.close()
+        self.stats["jobs queued at a kill"] += sum(s == "queued" for s in jobs.values())
+        self.stats["jobs running at a kill"] += sum(s == "running" for s in jobs.values())
+        if job_in_flight is not None:  # its run died: committed entirely, or not at all
+            self.stats["killed with a job committing"] += 1
+            if job_in_flight in done:
+                self.book.done(self.model, job_in_flight, {"results": done[job_in_flight]})
+                self.stats["jobs done"] += 1
         if in_flight is not None:
-            model, applied, half = resolve_in_flight(model, state, in_flight)
+            self.model, applied, half = resolve_in_flight(self.model, state, in_flight)
             found += [f"kill {kill}: {h}" for h in half]
-            stats["killed in flight"] += 1
-            stats["in flight, applied" if applied else "in flight, absent"] += 1
-            next_op = in_flight["i"] + 1
-        found += [f"kill {kill}: lost or changed: {d}" for d in model.differences(state)]
-        problems += found
-        assert not problems, "\n".join(problems[:20])
-    stats["memories at the end"] = len(model.memories)
-    stats["operations checked"] = next_op
+            self.stats["killed in flight"] += 1
+            self.stats["in flight, applied" if applied else "in flight, absent"] += 1
+            if applied and in_flight["op"] == "add_async":
+                (event_id,) = set(jobs) - set(self.book.states)
+                self.book.queued(event_id, in_flight)
+            if applied and in_flight["op"] == "delete_all":
+                self.book.delete_scope(in_flight["scope"])
+            self.next_op = in_flight["i"] + 1
+        found += [f"kill {kill}: lost or changed: {d}" for d in self.model.differences(state)]
+        connection = open_db(str(self.db))
+        try:
+            found += [f"kill {kill}: {d}" for d in self.book.differences(connection)]
+        finally:
+            connection.close()
+        assert not found, "\n".join(found[:20])
+
+    def drain(self) -> None:
+        """Run the jobs left queued by the last kill to completion, in a last writer."""
+        log = self.tmp_path / "drain.log"
+        command = [sys.executable, str(WRITER), str(self.db), "--seed", str(self.seed),
+                   "--drain", *self.extra]  # fmt: skip
+        with log.open("w") as out:
+            done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=600)
+        lines = read_lines(log)
+        assert done.returncode == 0, log.read_text()[-3000:]
+        in_flight, job_in_flight = self.replay(lines)
+        assert in_flight is None and job_in_flight is None
+        self.check(-1, None, None)
+
+
+def crash_run(
+    tmp_path: Path, kills: int, *, seed: int = SEED, async_share: float = 0.0,
+    extract_ms: float = 0.0,
+) -> Counter[str]:  # fmt: skip
+    """`kills` SIGKILLs of writers on one file, each followed by the checks; with async adds,
+    a last writer then runs the jobs left queued and every acknowledged job must be done once."""
+    run = CrashRun(tmp_path, seed=seed, async_share=async_share, extract_ms=extract_ms)
+    for kill in range(kills):
+        run.kill_once(kill)
+    if async_share:
+        run.drain()
+        assert run.book.pending() == [], "jobs still pending after the last writer drained"
+        assert all(n == 1 for e, n in run.book.completions.items())
+        run.stats["jobs acknowledged"] = len(run.book.states)
+        ends = Counter(run.book.states.values())
+        run.stats["jobs done at the end"] = ends["done"]
+        run.stats["jobs deleted with their scope"] = ends["deleted"]
+        run.stats["jobs completed twice"] = sum(n > 1 for n in run.book.completions.values())
+    run.stats["memories at the end"] = len(run.model.memories)
+    run.stats["operations checked"] = run.next_op
+    assert check_path(str(run.db)) == []
+    return run.stats
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_moments_loses_nothing_acknowledged(tmp_path: Path) -> None:
+    stats = crash_run(tmp_path, KILLS)
     print("crash stats:", dict(stats))
     assert stats["kills"] == KILLS and stats["acknowledged"] > KILLS
     assert stats["killed in flight"] > 0
-    assert check_path(str(db)) == []
+
+
+@pytest.mark.slow
+def test_sigkill_with_extraction_jobs_queued_and_running_loses_none(tmp_path: Path) -> None:
+    """Most extraction adds are queued (async_mode=True) and each job takes 150 ms of "model
+    time", so kills find jobs queued, running and committing; the next writer resumes them."""
+    stats = crash_run(tmp_path, ASYNC_KILLS, async_share=0.7, extract_ms=150)
+    print("async crash stats:", dict(stats))
+    assert stats["kills"] == ASYNC_KILLS and stats["ack add_async"] > ASYNC_KILLS
+    assert stats["jobs queued at a kill"] > 0 and stats["jobs running at a kill"] > 0
+    assert (
+        stats["jobs done at the end"] + stats["jobs deleted with their scope"]
+        == (stats["jobs acknowledged"])
+    )
+    assert stats["jobs completed twice"] == 0 and stats["jobs done at the end"] > 0
 
 
 def test_a_file_killed_during_its_first_migration_opens_as_an_empty_store(tmp_path: Path) -> None:

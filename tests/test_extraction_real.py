@@ -112,3 +112,34 @@ def test_the_check_reads_the_probability_of_changed(extractor):
         assert (p[" true"] > p[" false"]) == extractor.extract(case).data["changed"]
     assert extractor.choose(quit_job, ANSWER_PREFIX, OPTIONS)[" true"] >= CHANGE_THRESHOLD
     assert extractor.choose(gloves, ANSWER_PREFIX, OPTIONS)[" true"] < 0.5
+
+
+def test_an_async_add_is_searchable_at_once_and_extracted_in_the_background(extractor, tmp_path):
+    """The real pinned models end to end: an async add returns PENDING, its turns are found by
+    `search` as soon as it returns, and the worker thread's job adds the facts, citing them."""
+    m = Memory({"path": str(tmp_path / "m.db")}, extractor=extractor)
+    turns = [
+        {"role": "user", "content": "I'm Joana. I adopted two cats last week, Miso and Tofu."},
+        {"role": "assistant", "content": "Two cats! How are they settling in?"},
+    ]
+    try:
+        queued = m.add(turns, user_id="joana", async_mode=True)
+        assert queued["results"] == [] and queued["status"] == "PENDING"
+        hits = m.search("Joana's cats Miso and Tofu", filters={"user_id": "joana"})["results"]
+        assert hits and hits[0]["kind"] == "message" and hits[0]["content"] == turns[0]["content"]
+        m.flush(timeout=900)
+        job = m.job(queued["event_id"])
+        assert job is not None and job["status"] == "SUCCEEDED", job
+        memories = m.get_all(filters={"user_id": "joana"})["results"]
+        assert memories, "the model extracted nothing"
+        assert {r["id"] for r in job["results"] if r["event"] == "ADD"} == {
+            r["id"] for r in memories
+        }
+        assert any("cat" in r["memory"].lower() for r in memories), memories
+        message_id = hits[0]["id"]
+        cited = m.get(message_id)["memory_ids"]
+        assert cited and set(cited) <= {r["id"] for r in memories}
+        assert m.pending() == 0 and m.failed_jobs() == []
+    finally:
+        m._worker.stop()  # the session's extractor stays open for the other tests
+        m.store.close()

@@ -41,7 +41,7 @@ def test_the_tools_are_listed_with_schemas_and_one_line_descriptions(tmp_path: P
             assert tool.output_schema is not None and tool.output_schema["type"] == "object"
         add = listed["add_memory"].input_schema
         assert set(add["properties"]) == {
-            "text", "messages", "infer", "metadata", "user_id", "agent_id", "run_id"
+            "text", "messages", "infer", "metadata", "user_id", "agent_id", "run_id", "async_mode"
         }  # fmt: skip
         assert add["properties"]["infer"]["default"] is True
         assert "seconds" in listed["add_memory"].description

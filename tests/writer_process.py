@@ -1,6 +1,7 @@
 """A writer for the crash and concurrency tests: a seeded mix of operations on one memory file.
 
-    python tests/writer_process.py DB --seed S [--proc K --start N --count C --shared --stall-ms M]
+    python tests/writer_process.py DB --seed S [--proc K --start N --count C --shared --stall-ms M
+                                               --async-share P --extract-ms E --drain]
 
 Operation i is drawn from random.Random(f"{S}:{K}:{i}") and the file's current contents (targets
 of update/delete are chosen among the memories the public API lists), so a writer restarted at
@@ -9,8 +10,16 @@ operation N continues the same sequence. For each operation it prints, flushed, 
 and {"t": "ack", "i": i, "result": ...} AFTER the call returned. Any exception is fatal: it prints
 {"t": "error", ...} and exits 1. Every text carries the token "op<K>x<i>", unique per operation.
 
-The models are fakes (FakeEmbedder, a scripted FakeExtractor, FakeEntities, WordAnalyzer), so a
-start takes a fraction of a second.
+With --async-share P, that share of the extraction adds is queued (`async_mode=True`, op
+"add_async", in the writer's async scope with --shared) and some operations are a "flush". The
+Memory's worker runs the jobs; each job's run, from before its extraction to after its commit,
+holds the same lock as an operation's intent..ack, and prints {"t": "job_intent", "event_id"}
+before and {"t": "job_done", "event_id", "result"} (or "job_lost") after, so the log is the order
+in which the file changed. --drain only runs the queued jobs (flush) and exits.
+
+The models are fakes (FakeEmbedder, an extractor that reads the facts out of the new message's
+"op<K>x<i>f<j>" tokens, FakeEntities, WordAnalyzer), so a start takes a fraction of a second and
+any process can run any process's queued jobs.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ import json
 import random
 import re
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Sequence
@@ -29,7 +39,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from offline_mem import Memory
+from offline_mem.extractor import ExtractionOutput, Prompt
 from offline_mem.nlp import Analysis, TextAnalyzer
+from offline_mem.store_jobs import JobClaim, JobRecord
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer, changed_when
 
 WORDS = [
@@ -88,17 +100,57 @@ class WordAnalyzer(TextAnalyzer):
 
 # The fake's supersession check: an old memory changed when the new fact ends in " now".
 NOW_CHANGES = changed_when(lambda old, new: new.endswith(" now"))
+FACT_TOKEN = re.compile(r"\bop\d+x\d+f\d+\b")
 
 
-def make_memory(path: str) -> Memory:
+class TokenFactsExtractor(FakeExtractor):
+    """States the facts its first new message spells out: each "op<K>x<i>f<j>" token and the
+    words after it (up to the next token) are a fact "User <token> <words>". Needs no script,
+    so a job queued by one process can be run by any other."""
+
+    def __init__(self) -> None:
+        super().__init__(still_true=NOW_CHANGES)
+
+    def extract(self, prompt: Prompt) -> ExtractionOutput:
+        if prompt.kind == "facts":
+            new = prompt.messages[-1]["content"].split("\nNew messages", 1)[1]
+            first = new.split("\n1. ", 1)[1].split("\n", 1)[0]
+            starts = [m.start() for m in FACT_TOKEN.finditer(first)]
+            facts = [first[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)]
+            self.script.append(answer(*[f"User {fact}" for fact in facts]))
+        return super().extract(prompt)
+
+
+class LoggedMemory(Memory):
+    """Runs each queued job under `log_lock`, between a job_intent and a job_done line, after
+    `job_delay_s` of "model time" spent claimed but outside the lock (the writer goes on)."""
+
+    log_lock = threading.Lock()
+    job_delay_s = 0.0
+
+    def _run_job(self, job: JobRecord, claim: JobClaim) -> bool:
+        time.sleep(self.job_delay_s)
+        with self.log_lock:
+            emit({"t": "job_intent", "event_id": job.id})
+            done = super()._run_job(job, claim)
+            found = self.store.job(job.id) if done else None
+            results = None if found is None else found.results
+            emit({"t": "job_done" if done else "job_lost", "event_id": job.id,
+                  "result": {"results": results}})  # fmt: skip
+        return done
+
+
+def make_memory(path: str, *, extract_ms: float = 0.0) -> Memory:
     """A Memory with the default configuration (30 s busy timeout) and fake models."""
-    return Memory(
+    memory = LoggedMemory(
         {"path": path},
         embedder=FakeEmbedder(),
-        extractor=FakeExtractor(still_true=NOW_CHANGES),
+        extractor=TokenFactsExtractor(),
         entities=FakeEntities(),
         analyzer=WordAnalyzer(),
     )
+    memory.job_delay_s = extract_ms / 1000
+    return memory
 
 
 def scopes_of(proc: int) -> list[dict[str, str]]:
@@ -112,6 +164,12 @@ def scopes_of(proc: int) -> list[dict[str, str]]:
 
 
 SHARED_SCOPE = {"user_id": "shared"}
+
+
+def async_scope(proc: int) -> dict[str, str]:
+    """With --shared, where a writer queues its async adds: no other operation touches it, so
+    the jobs' results may be applied in queue order whichever process ran them."""
+    return {"user_id": f"p{proc}async"}
 
 
 def sentence(rng: random.Random, token: str) -> str:
@@ -134,11 +192,18 @@ def targets(memory: Memory, rng: random.Random, scopes: list[dict[str, str]]) ->
 
 
 def plan_operation(
-    memory: Memory, rng: random.Random, proc: int, i: int, shared: bool
+    memory: Memory,
+    rng: random.Random,
+    proc: int,
+    i: int,
+    shared: bool,
+    async_share: float = 0.0,
 ) -> dict[str, Any]:
     """The operation's full description (what the test needs to check its effects)."""
     token = f"op{proc}x{i}"
     scopes = scopes_of(proc)
+    if async_share and rng.random() < 0.03:
+        return {"op": "flush"}
     roll = rng.random()
     if shared and roll < 0.15:
         return {"op": "add_raw", "scope": SHARED_SCOPE, "token": token,
@@ -161,16 +226,21 @@ def plan_operation(
     scope = rng.choice(scopes)
     if rng.random() < 0.45:
         facts = [f"User {sentence(rng, f'{token}f{j}')}" for j in range(rng.randint(1, 3))]
-        # The message holds the facts' words: a fact naming what no message says is dropped.
-        said = " ".join(fact.removeprefix("User ") for fact in facts)
-        messages = [{"role": "user", "content": f"{sentence(rng, token)} {said}"}]
-        if rng.random() < 0.5:
-            messages.append({"role": "assistant", "content": f"{token} noted"})
+        answer_at = rng.random()
         supersede = rng.random() < 0.35
         if supersede:  # the fake's check (NOW_CHANGES) finds the memory paired with it changed
             facts[0] += " now"
-        return {"op": "add_infer", "scope": scope, "token": token, "messages": messages,
-                "facts": facts, "supersede": supersede, "metadata": {"kind": "infer"}}  # fmt: skip
+        # The message holds the facts' words: a fact naming what no message says is dropped.
+        said = " ".join(fact.removeprefix("User ") for fact in facts)
+        messages = [{"role": "user", "content": f"{sentence(rng, token)} {said}"}]
+        if answer_at < 0.5:
+            messages.append({"role": "assistant", "content": f"{token} noted"})
+        queued = bool(async_share) and rng.random() < async_share
+        if queued and shared:
+            scope = async_scope(proc)
+        return {"op": "add_async" if queued else "add_infer", "scope": scope, "token": token,
+                "messages": messages, "facts": facts, "supersede": supersede,
+                "metadata": {"kind": "infer"}}  # fmt: skip
     first = sentence(rng, token)
     messages = [{"role": "user", "content": first}]
     for _ in range(rng.randint(0, 2)):
@@ -188,10 +258,9 @@ def perform(memory: Memory, op: dict[str, Any]) -> Any:
     kind = op["op"]
     if kind == "add_raw":
         return memory.add(op["messages"], **op["scope"], metadata=op["metadata"], infer=False)
-    if kind == "add_infer":
-        assert isinstance(memory.extractor, FakeExtractor)
-        memory.extractor.script.append(answer(*op["facts"]))
-        return memory.add(op["messages"], **op["scope"], metadata=op["metadata"], infer=True)
+    if kind in ("add_infer", "add_async"):
+        queued = kind == "add_async"
+        return memory.add(op["messages"], **op["scope"], metadata=op["metadata"], async_mode=queued)
     if kind == "update":
         return memory.update(op["id"], op["text"], metadata=op["metadata"])
     if kind == "delete":
@@ -224,18 +293,31 @@ def main(argv: list[str] | None = None) -> int:
         "--stall-ms", type=float, default=0.0,
         help="sleep this long before each SQL statement, so kills land inside transactions",
     )  # fmt: skip
+    parser.add_argument("--async-share", type=float, default=0.0)
+    parser.add_argument("--extract-ms", type=float, default=0.0, help="model time per job")
+    parser.add_argument("--drain", action="store_true", help="run the queued jobs, then exit")
     args = parser.parse_args(argv)
     try:
-        memory = make_memory(args.db)
+        memory = make_memory(args.db, extract_ms=args.extract_ms)
         if args.stall_ms:
             memory.store.tracer = lambda sql, params: time.sleep(args.stall_ms / 1000)
         emit({"t": "ready"})
+        if args.drain:
+            memory.flush(timeout=300)
+            args.count = 0
+        lock = LoggedMemory.log_lock
         for i in range(args.start, args.start + args.count):
             rng = random.Random(f"{args.seed}:{args.proc}:{i}")
-            op = plan_operation(memory, rng, args.proc, i, args.shared)
-            emit({"t": "intent", "i": i, **op})
-            result = perform(memory, op)
-            emit({"t": "ack", "i": i, "result": result})
+            with lock:
+                op = plan_operation(memory, rng, args.proc, i, args.shared, args.async_share)
+                emit({"t": "intent", "i": i, **op})
+                if op["op"] != "flush":
+                    emit({"t": "ack", "i": i, "result": perform(memory, op)})
+            if op["op"] == "flush":  # outside the lock: the worker takes it for each job
+                memory.flush(timeout=300)
+                with lock:
+                    emit({"t": "ack", "i": i, "result": None})
+            time.sleep(0)  # let a waiting job have the lock
         memory.close()
     except Exception as exc:  # report any error that reached the caller, then fail
         emit({"t": "error", "type": type(exc).__name__, "message": str(exc),

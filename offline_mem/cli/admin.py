@@ -1,4 +1,4 @@
-"""`offline-mem stats | export | import | verify | backup`: the memory file as a whole."""
+"""`offline-mem stats | flush | export | import | verify | backup`: the memory file as a whole."""
 
 from __future__ import annotations
 
@@ -82,6 +82,7 @@ def collect_stats(path: str) -> dict[str, Any]:
                 t: db.query_one(f"SELECT count(*) FROM {t}")[0]
                 for t in ("memories", "messages", "history", "entities")
             }
+            jobs = _job_stats(db)
     finally:
         db.close()
     names = _model_names()
@@ -105,7 +106,26 @@ def collect_stats(path: str) -> dict[str, Any]:
         ],
         "counts": counts,
         "scopes": scopes,
+        "jobs": jobs,
     }
+
+
+def _job_stats(db: Any) -> dict[str, Any]:
+    """The extraction queue: jobs per state, and the failed ones with their last error (a file
+    from before the queue existed has none)."""
+    if db.query_one("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'jobs'") is None:
+        return {"queued": 0, "running": 0, "done": 0, "failed": 0, "failures": []}
+    counts = {"queued": 0, "running": 0, "done": 0, "failed": 0}
+    counts.update(dict(db.query("SELECT state, count(*) FROM jobs GROUP BY state")))
+    failures = [
+        {"event_id": i, "user_id": u, "agent_id": a, "run_id": r, "attempts": n, "error": e,
+         "finished_at": f}
+        for i, u, a, r, n, e, f in db.query(
+            "SELECT id, user_id, agent_id, run_id, attempts, error, finished_at FROM jobs "
+            "WHERE state = 'failed' ORDER BY seq"
+        )
+    ]  # fmt: skip
+    return {**counts, "failures": failures}
 
 
 @click.command("stats")
@@ -144,6 +164,36 @@ def stats(state: CliState) -> None:
         )
         expired = f" ({row['expired']} expired)" if row["expired"] else ""
         click.echo(f"  {scope:<40} {row['state']:<11} {row['memories']}{expired}")
+    j = result["jobs"]
+    click.echo(
+        f"extraction jobs: {j['queued']} queued, {j['running']} running, {j['done']} done, "
+        f"{j['failed']} failed"
+    )
+    for failure in j["failures"]:
+        click.echo(
+            f"  failed {failure['event_id']} after {failure['attempts']} runs: {failure['error']}"
+        )
+
+
+@click.command("flush")
+@click.option(
+    "--timeout", type=float, metavar="S", help="Give up after S seconds (the jobs stay queued)."
+)
+@pass_state
+def flush(state: CliState, timeout: float | None) -> None:
+    """Run the queued extraction jobs of async adds (`add --async`) until none is left."""
+    with open_memory(state) as memory:
+        before = memory.pending()
+        failed_before = len(memory.failed_jobs())
+        memory.flush(timeout=timeout)
+        failed = len(memory.failed_jobs()) - failed_before
+    if state.json:
+        echo_json({"ran": before, "failed": failed, "pending": 0})
+    elif before == 0:
+        click.echo("no extraction jobs pending")
+    else:
+        note = f"; {failed} failed (see offline-mem stats)" if failed else ""
+        click.echo(f"ran {before} extraction job{'s' if before != 1 else ''}{note}")
 
 
 @click.command("export")
@@ -250,7 +300,7 @@ def backup(state: CliState, dest: Path) -> None:
         click.echo(f"backed up to {dest} ({human_size(dest.stat().st_size)})")
 
 
-COMMANDS = [stats, export, import_, verify, backup]
+COMMANDS = [stats, flush, export, import_, verify, backup]
 
 
 def register(group: click.Group) -> None:

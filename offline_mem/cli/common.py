@@ -64,9 +64,13 @@ def db_path(state: CliState) -> str:
     return str(state.db) if state.db is not None else resolve_db_path(MemoryConfig())
 
 
-def open_memory(state: CliState, *, extractor: str | None = None) -> Memory:
-    """A `Memory` over the file of `--db` (created when missing), with the CLI's models."""
-    config: dict[str, Any] = {"path": db_path(state)}
+def open_memory(
+    state: CliState, *, extractor: str | None = None, job_worker: bool = False
+) -> Memory:
+    """A `Memory` over the file of `--db` (created when missing), with the CLI's models. Queued
+    extraction jobs run only where asked (`flush`, the MCP server): a command that merely opens
+    the file never waits, when it closes, for a job it happened to start."""
+    config: dict[str, Any] = {"path": db_path(state), "job_worker": job_worker}
     if extractor is not None:
         config["extractor"] = extractor
     models = MODELS

@@ -33,7 +33,7 @@ def mcp(state: CliState, user_id: str | None, agent_id: str | None) -> None:
     scope = make_scope(user_id, agent_id, required=False)
     defaults = DefaultScope(user_id=scope.user_id, agent_id=scope.agent_id)
     with _stdout_to_stderr():
-        memory = open_memory(state)
+        memory = open_memory(state, job_worker=True)  # a session: it runs queued adds
     click.echo(f"offline-mem mcp: serving {db_path(state)} over stdio", err=True)
     with memory:
         level: LogLevel = "DEBUG" if state.debug else "WARNING"

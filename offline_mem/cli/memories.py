@@ -107,6 +107,12 @@ def _echo_item(item: dict[str, Any]) -> None:
 @click.option(
     "--extractor", metavar="NAME", help="The extractor model (default: the configured one)."
 )
+@click.option(
+    "--async",
+    "async_mode",
+    is_flag=True,
+    help="Store the messages and queue the extraction; `offline-mem flush` runs it.",
+)
 @pass_state
 def add(
     state: CliState,
@@ -120,9 +126,11 @@ def add(
     expires: str | None,
     procedural: bool,
     extractor: str | None,
+    async_mode: bool,
 ) -> None:
     """Remember TEXT (one user message), or the messages of --messages. With extraction (the
-    default) the local model turns them into facts; --no-infer keeps each message as a memory."""
+    default) the local model turns them into facts; --no-infer keeps each message as a memory;
+    --async stores the messages at once and queues the extraction."""
     if (text is None) == (messages_file is None):
         raise click.UsageError("give either TEXT or --messages FILE (- for stdin)")
     messages: Any = text
@@ -138,9 +146,13 @@ def add(
             infer=not no_infer,
             expiration_date=expires,
             memory_type="procedural_memory" if procedural else None,
+            async_mode=async_mode,
         )
     if state.json:
         echo_json(result)
+        return
+    if result.get("status") == "PENDING":
+        click.echo(f"queued as job {result['event_id']}; `offline-mem flush` runs it")
         return
     if not result["results"]:
         click.echo("nothing new to remember")

@@ -1,0 +1,159 @@
+"""The async half of `Memory`: queued extraction jobs (`add(..., async_mode=True)`), `flush`,
+`pending`, `failed_jobs` and `job`.
+
+A mixin: `Memory` provides the store, the models, the worker (job_worker.py) and the extraction
+shared with synchronous adds (`_infer`). A queued add commits its messages and its job in one
+transaction; the worker runs the job later with the same extraction as a synchronous add and
+commits the memories with the job marked done in one transaction (store.py `finish_job`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .config import MemoryConfig
+from .embedder import Embedder
+from .errors import FlushTimeoutError, ValidationError
+from .job_worker import POLL_S, JobWorker
+from .records import AddPlan, MessageRecord, NewMemory, NewMessage
+from .store import Store
+from .store_jobs import JobClaim, JobRecord, NewJob
+from .timeutil import iso, parse_datetime, utc_now
+from .validation import check_memory_id, make_scope
+
+if TYPE_CHECKING:
+    from .inference import AddRequest
+
+
+class MemoryJobs:
+    config: MemoryConfig
+    store: Store
+    embedder: Embedder
+    _worker: JobWorker
+    _lock: threading.RLock
+
+    def _infer(self, kind: str, request: AddRequest) -> tuple[AddPlan, list[dict[str, Any]]]:
+        raise NotImplementedError  # Memory's
+
+    def _prepare(self, memories: Sequence[NewMemory]) -> None:
+        raise NotImplementedError  # Memory's
+
+    def _embed_messages(
+        self, messages: Sequence[NewMessage], memories: Sequence[NewMemory]
+    ) -> list[NewMessage]:
+        raise NotImplementedError  # Memory's
+
+    def _enqueue(
+        self,
+        plan: AddPlan,
+        kind: str,
+        metadata: dict[str, Any],
+        expiry: str | None,
+        instructions: str | None,
+    ) -> dict[str, Any]:
+        """Store the plan's messages (with their vectors) and an extraction job for them, in
+        one transaction, and wake the worker."""
+        request = {
+            "messages": [{"id": m.id, "extract": m.extract} for m in plan.messages],
+            "metadata": metadata, "expiration_date": expiry, "instructions": instructions,
+            "now": iso(utc_now()),
+        }  # fmt: skip
+        plan.messages = self._embed_messages(plan.messages, [])
+        job = NewJob(id=str(uuid.uuid4()), kind=kind, request=request)
+        with self._lock:
+            self.store.apply_add(plan, job=job)
+        if self.config.job_worker:
+            self._worker.start()
+        return {"results": [], "status": "PENDING", "event_id": job.id}
+
+    def _run_job(self, job: JobRecord, claim: JobClaim) -> bool:
+        """Run a claimed job with the synchronous add's extraction, and commit its memories with
+        the job marked done in one transaction; False when the claim was lost meanwhile."""
+        from . import inference
+
+        given = job.request
+        stored = self.store.messages_by_id([m["id"] for m in given["messages"]])
+        messages = [
+            _stored_message(stored[m["id"]], m["extract"])
+            for m in given["messages"]
+            if m["id"] in stored  # a message deleted since the add is left out
+        ]
+        request = inference.AddRequest(
+            scope=job.scope, messages=messages, metadata=given["metadata"],
+            expiration_date=given["expiration_date"], instructions=given["instructions"],
+            now=parse_datetime(given["now"], what="job time"),
+            context_before=min((stored[m.id].seq for m in messages), default=None),
+        )  # fmt: skip
+        if messages:
+            plan, results = self._infer(job.kind, request)
+        else:
+            plan, results = AddPlan(job.scope, [], [], self.embedder.identity.sha256), []
+        self._prepare(plan.memories)
+        with self._lock:
+            return self.store.finish_job(claim, plan, results)
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Block until the memory file has no queued or running extraction job (of this or any
+        process), starting this Memory's worker even when the config's `job_worker` is false;
+        `FlushTimeoutError` after `timeout` seconds (the jobs stay queued). Failed jobs do not
+        count: see `failed_jobs`."""
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0
+        ):
+            raise ValidationError(f"timeout must be None or a number >= 0, got {timeout!r}")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (left := self.store.pending_jobs()) > 0:
+            remaining = POLL_S if deadline is None else deadline - time.monotonic()
+            if remaining <= 0:
+                raise FlushTimeoutError(
+                    f"{left} extraction job(s) still queued or running after {timeout} s; "
+                    "they stay queued"
+                )
+            self._worker.start()
+            self._worker.wait_progress(min(POLL_S, remaining))
+
+    def pending(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> int:
+        """How many extraction jobs are queued or running (of the ids given, matched as
+        delete_all matches them; of the whole file when none is given)."""
+        scope = make_scope(user_id, agent_id, run_id, required=False)
+        return self.store.pending_jobs(None if scope.is_empty() else scope)
+
+    def failed_jobs(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """The jobs that failed every run (oldest first), with their last error; their
+        messages are stored and searchable, only their facts are missing."""
+        scope = make_scope(user_id, agent_id, run_id, required=False)
+        failed = self.store.jobs_in_state("failed", None if scope.is_empty() else scope)
+        return [job.to_dict() for job in failed]
+
+    def job(self, event_id: str) -> dict[str, Any] | None:
+        """An async add's job by its `event_id`: `status` PENDING, RUNNING, SUCCEEDED (with the
+        add's `results`) or FAILED (with its `error`); None when unknown or deleted."""
+        found = self.store.job(check_memory_id(event_id))
+        return None if found is None else found.to_dict()
+
+
+def _stored_message(record: MessageRecord, extract: bool) -> NewMessage:
+    """A queued job's message as its add gave it (it is stored already: no vector needed)."""
+    return NewMessage(
+        id=record.id, role=record.role, content=record.content, name=record.name,
+        observed_at=record.observed_at,
+        metadata=None if record.metadata is None else json.loads(record.metadata),
+        extract=extract,
+    )  # fmt: skip
