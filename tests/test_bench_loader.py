@@ -69,3 +69,15 @@ def test_rejects_a_non_list(tmp_path):
     with pytest.raises(ValueError):
         load_locomo(path)
     assert parse_locomo([]) == []
+
+
+def test_the_retrieval_child_ingests_the_sessions_the_parent_scores():
+    """Generated data reaches the per-system child as --data: it must still ingest (and search)
+    every session, as the parent scores every question (a KeyError at scoring time otherwise)."""
+    from benchmarks.locomo.run import DEFAULT_MAX_SESSIONS, config_of, parse_args
+
+    assert config_of(parse_args([]))["max_sessions"] is None  # generated: every session
+    child = ["--data", "gen.json", "--all-sessions", "--retrieve", "naive", "--retrieve-out", "o"]
+    assert config_of(parse_args(child))["max_sessions"] is None
+    assert config_of(parse_args(["--data", "x.json"]))["max_sessions"] == DEFAULT_MAX_SESSIONS
+    assert config_of(parse_args(["--data", "x.json", "--max-sessions", "2"]))["max_sessions"] == 2

@@ -431,6 +431,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         help="ingest only the first N sessions of each sample (default: 4 with --data, else all)",
     )
+    p.add_argument("--all-sessions", action="store_true", help="ingest every session")
     p.add_argument("--samples", help="sample ids (comma-separated) or a count N (the first N)")
     p.add_argument(
         "--reuse-ingest",
@@ -452,6 +453,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def max_sessions_of(args: argparse.Namespace) -> int | None:
+    """--max-sessions N; else every session with --all-sessions or generated data (no --data),
+    else DEFAULT_MAX_SESSIONS."""
+    if args.max_sessions is not None:
+        return int(args.max_sessions)
+    return None if args.all_sessions or not args.data else DEFAULT_MAX_SESSIONS
+
+
 def config_of(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "data": str(args.data) if args.data else None,
@@ -464,9 +473,7 @@ def config_of(args: argparse.Namespace) -> dict[str, Any]:
         "top_k": args.top_k,
         "max_turns": args.max_turns,
         "max_questions": args.max_questions,
-        "max_sessions": args.max_sessions
-        if args.max_sessions is not None
-        else (DEFAULT_MAX_SESSIONS if args.data else None),
+        "max_sessions": max_sessions_of(args),
         "samples": args.samples,
         "reuse_ingest": args.reuse_ingest,
         "systems": args.systems.split(","),
@@ -514,6 +521,8 @@ def main(argv: list[str] | None = None) -> int:
             str(data),
             "--workdir",
             str(workdir / name),
+            # the child always gets --data (the generated file too): tell it the sessions
+            *(["--all-sessions"] if cfg["max_sessions"] is None else []),
             "--retrieve",
             name,
             "--retrieve-out",
