@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
+import platform
 import time
 import uuid
 from collections.abc import Sequence
@@ -126,7 +126,7 @@ class JobQueue:
     def claim_job(self, token: str, *, lease_s: float) -> JobRecord | None:
         """Take the oldest claimable job, in one transaction; None when there is none."""
         now = time.time()
-        host, pid = socket.gethostname(), os.getpid()
+        host, pid = platform.node(), os.getpid()
         with self.db.atomic():
             rows = self.db.query(
                 f"SELECT {_COLUMNS}, owner_host, owner_pid, lease_until, not_before FROM jobs j "

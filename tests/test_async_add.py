@@ -215,13 +215,13 @@ def dead_pid() -> int:
 
 def hold_job(memory: Memory, *, pid: int, lease_s: float) -> None:
     """Make the queued job look claimed by process `pid` of this host, leased for `lease_s`."""
-    import socket
+    import platform
 
     with memory.store.atomic():
         memory.store.db.execute(
             "UPDATE jobs SET state = 'running', owner = 'elsewhere', owner_host = ?, "
             "owner_pid = ?, lease_until = ?, claims = 1",
-            (socket.gethostname(), pid, time.time() + lease_s),
+            (platform.node(), pid, time.time() + lease_s),
         )
 
 
