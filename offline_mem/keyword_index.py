@@ -42,6 +42,11 @@ def partition_of(user_id: str | None) -> str:
     return user_id or ""
 
 
+def searched_partition(user_id: str | None) -> str | None:
+    """The partition a search names: the user's, or None (every partition) without a user."""
+    return None if user_id is None else partition_of(user_id)
+
+
 @dataclass(frozen=True)
 class KeywordTables:
     """The four tables of one index and the table whose rows it indexes (`owner`, by

@@ -20,7 +20,7 @@ from . import keyword_index
 from .db import Database
 from .keyword_index import MESSAGE_KEYWORDS
 from .records import MessageRecord
-from .store_search import filtered_knn, scope_match, vector_blob
+from .store_search import filtered_knn, point_similarities, scope_match, vector_blob
 from .validation import Scope
 
 INDEX_STATE_KEY = "message_vectors"  # meta key: "complete" or "pending"
@@ -210,7 +210,9 @@ class MessageIndex:
     def message_keyword_stats(self, terms: Sequence[str], scope: Scope) -> keyword_index.QueryStats:
         """The messages' corpus statistics for the query terms: the user's, or all users' when
         the scope names none."""
-        return keyword_index.query_stats(self.db, terms, _partition(scope), t=MESSAGE_KEYWORDS)
+        return keyword_index.query_stats(
+            self.db, terms, keyword_index.searched_partition(scope.user_id), t=MESSAGE_KEYWORDS
+        )
 
     def message_keyword_candidates(
         self,
@@ -224,19 +226,13 @@ class MessageIndex:
         query term (keyword_index.bm25_scores)."""
         where, params = scope_match(scope, "m")
         return keyword_index.bm25_scores(
-            self.db, stats, _partition(scope), where, params,
+            self.db, stats, keyword_index.searched_partition(scope.user_id), where, params,
             limit=limit, also_rowids=also_seqs, t=MESSAGE_KEYWORDS,
         )  # fmt: skip
 
     def message_similarities(self, vector: np.ndarray, seqs: Sequence[int]) -> dict[int, float]:
         """Cosine similarity of the query to the given messages' vectors (point lookups)."""
-        query = np.asarray(vector, dtype=np.float32)
-        found: dict[int, float] = {}
-        for seq in seqs:
-            row = self.db.query_one("SELECT embedding FROM message_vectors WHERE rowid = ?", (seq,))
-            if row is not None:
-                found[int(seq)] = float(np.frombuffer(row[0], dtype=np.float32) @ query)
-        return found
+        return point_similarities(self.db, "message_vectors", vector, seqs)
 
     def _messages_in_scope(self, seqs: Sequence[int], where: str, params: list[str]) -> set[int]:
         if not seqs:
@@ -278,7 +274,3 @@ class MessageIndex:
             )
             for seq in order
         ]
-
-
-def _partition(scope: Scope) -> str | None:
-    return None if scope.user_id is None else keyword_index.partition_of(scope.user_id)

@@ -48,6 +48,21 @@ def scope_match(scope: Scope, alias: str) -> tuple[str, list[str]]:
     return " AND ".join(parts), params
 
 
+def point_similarities(
+    db: Database, table: str, vector: np.ndarray, rowids: Sequence[int]
+) -> dict[int, float]:
+    """Cosine similarity of `vector` (unit length) to the stored vectors of the given rows of a
+    vec0 `table`, one point lookup each (`rowid IN (...)` on a vec0 table scans every partition);
+    rows without a vector are left out."""
+    query = np.asarray(vector, dtype=np.float32)
+    found: dict[int, float] = {}
+    for rowid in rowids:
+        row = db.query_one(f"SELECT embedding FROM {table} WHERE rowid = ?", (rowid,))
+        if row is not None:
+            found[int(rowid)] = float(np.frombuffer(row[0], dtype=np.float32) @ query)
+    return found
+
+
 def filtered_knn(
     db: Database,
     table: str,
@@ -172,15 +187,8 @@ class SearchSignals:
         if user_id is not None and self.vector_cache is not None:
             partition = keyword_index.partition_of(user_id)
             found = self.vector_cache.similarities(partition, query, rowids) or {}
-        for rowid in rowids:
-            if rowid in found:
-                continue
-            row = self.db.query_one(
-                "SELECT embedding FROM memory_vectors WHERE rowid = ?", (rowid,)
-            )
-            if row is not None:
-                found[int(rowid)] = float(np.frombuffer(row[0], dtype=np.float32) @ query)
-        return found
+        missing = [rowid for rowid in rowids if rowid not in found]
+        return found | point_similarities(self.db, "memory_vectors", query, missing)
 
     def keyword_stats(
         self, terms: Sequence[str], where: CompiledFilter
@@ -207,8 +215,7 @@ class SearchSignals:
 
     @staticmethod
     def _keyword_partition(where: CompiledFilter) -> str | None:
-        user = where.scope.user_id
-        return None if user is None else keyword_index.partition_of(user)
+        return keyword_index.searched_partition(where.scope.user_id)
 
     def entity_candidates(
         self,
