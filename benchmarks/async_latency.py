@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
     from offline_mem import Memory
     from offline_mem.config import DEFAULT_EXTRACTOR, resolve_models_dir
-    from offline_mem.extractor import LlamaExtractor
+    from offline_mem.pinned.extractor import LlamaExtractor
 
     chunks = CHUNKS[: args.chunks]
     load_start = os.getloadavg()

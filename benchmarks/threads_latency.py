@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     from offline_mem.config import DEFAULT_EXTRACTOR, resolve_models_dir
-    from offline_mem.extractor import LlamaExtractor
+    from offline_mem.pinned.extractor import LlamaExtractor
 
     flagging = FlaggingExtractor(
         LlamaExtractor(DEFAULT_EXTRACTOR, resolve_models_dir(), threads=args.threads)

@@ -6,7 +6,6 @@ Importing the package does no I/O and reads no environment; models load on first
 from typing import TYPE_CHECKING, Any
 
 from .config import MemoryConfig
-from .embedder import Embedder, EmbedderIdentity
 from .errors import (
     ConfigError,
     CorruptFileError,
@@ -24,6 +23,7 @@ from .errors import (
     ValidationError,
 )
 from .memory import Memory
+from .pinned.embedder import Embedder, EmbedderIdentity
 
 if TYPE_CHECKING:
     from .async_memory import AsyncMemory

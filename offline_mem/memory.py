@@ -16,18 +16,18 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .config import MemoryConfig, resolve_db_path, resolve_models_dir
-from .embedder import Embedder, QueryVectorCache
-from .entities import EntityExtractor, NoEntities, SpacyEntities
 from .errors import ModelError, ValidationError
-from .extractor import Extractor, LlamaExtractor
-from .job_worker import JobWorker
 from .memory_jobs import MemoryJobs
 from .memory_reads import MemoryReads, in_scope
-from .nlp import TextAnalyzer
-from .ranking import Weights
-from .records import AddPlan, NewMemory, NewMessage
-from .store import Store, keyword_text
-from .store_messages import is_indexed_message, message_embedding_text
+from .pinned.embedder import Embedder, QueryVectorCache
+from .pinned.entities import EntityExtractor, NoEntities, SpacyEntities
+from .pinned.extractor import Extractor, LlamaExtractor
+from .pinned.nlp import TextAnalyzer
+from .retrieval.ranking import Weights
+from .store.job_worker import JobWorker
+from .store.messages import is_indexed_message, message_embedding_text
+from .store.records import AddPlan, NewMemory, NewMessage
+from .store.store import Store, keyword_text
 from .timeutil import iso, parse_datetime, parse_expiration, utc_now
 from .validation import (
     Message,
@@ -42,7 +42,7 @@ from .validation import (
 )
 
 if TYPE_CHECKING:
-    from .inference import AddRequest
+    from .extraction.inference import AddRequest
 
 _UNSET: Any = Ellipsis
 
@@ -111,8 +111,8 @@ class Memory(MemoryReads, MemoryJobs):
         return cls(MemoryConfig.from_dict(config))
 
     def _load_embedder(self) -> Embedder:
-        from .embedder import EmbedderIdentity, SentenceTransformerEmbedder
-        from .model_files import model_identity, verified_model_dir
+        from .pinned.embedder import EmbedderIdentity, SentenceTransformerEmbedder
+        from .pinned.model_files import model_identity, verified_model_dir
 
         name = self.config.embedder
         folder = verified_model_dir(name, self.models_dir)
@@ -123,8 +123,8 @@ class Memory(MemoryReads, MemoryJobs):
         return SentenceTransformerEmbedder(folder, identity)
 
     def _load_analyzer(self) -> TextAnalyzer:
-        from .model_files import verified_model_dir
-        from .nlp import SpacyAnalyzer
+        from .pinned.model_files import verified_model_dir
+        from .pinned.nlp import SpacyAnalyzer
 
         return SpacyAnalyzer(
             verified_model_dir(self.config.nlp or "en_core_web_sm", self.models_dir)
@@ -262,7 +262,8 @@ class Memory(MemoryReads, MemoryJobs):
                            embedder_sha256=self.embedder.identity.sha256)  # fmt: skip
             queued = self._enqueue(plan, kind, clean_metadata, expiry, instructions)
             return _reported(queued, skipped)
-        from . import inference  # extraction's modules: a search or raw add never loads them
+        # extraction's modules: a search or raw add never loads them
+        from .extraction import inference
 
         request = inference.AddRequest(
             scope=scope, messages=new_messages, metadata=clean_metadata, expiration_date=expiry,
@@ -276,7 +277,7 @@ class Memory(MemoryReads, MemoryJobs):
         """The extraction of an add, synchronous or queued: the write plan and its results.
         The model runs outside any lock, so other threads' reads and writes go on meanwhile;
         nothing is written here, so nothing is written if it fails."""
-        from . import inference
+        from .extraction import inference
 
         models = inference.Models(self.embedder, self.extractor, self.entities)
         plan_for = inference.plan_procedural if kind == "procedural" else inference.plan_facts

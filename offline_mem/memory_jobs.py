@@ -17,17 +17,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .config import MemoryConfig
-from .embedder import Embedder
 from .errors import FlushTimeoutError, ValidationError
-from .job_worker import POLL_S, JobWorker
-from .records import AddPlan, MessageRecord, NewMemory, NewMessage
-from .store import Store
-from .store_jobs import JobClaim, JobRecord, NewJob
+from .pinned.embedder import Embedder
+from .store.job_worker import POLL_S, JobWorker
+from .store.jobs import JobClaim, JobRecord, NewJob
+from .store.records import AddPlan, MessageRecord, NewMemory, NewMessage
+from .store.store import Store
 from .timeutil import iso, parse_datetime, utc_now
 from .validation import check_memory_id, make_scope
 
 if TYPE_CHECKING:
-    from .inference import AddRequest
+    from .extraction.inference import AddRequest
 
 
 class MemoryJobs:
@@ -74,7 +74,7 @@ class MemoryJobs:
     def _run_job(self, job: JobRecord, claim: JobClaim) -> bool:
         """Run a claimed job with the synchronous add's extraction, and commit its memories with
         the job marked done in one transaction; False when the claim was lost meanwhile."""
-        from . import inference
+        from .extraction import inference
 
         given = job.request
         stored = self.store.messages_by_id([m["id"] for m in given["messages"]])

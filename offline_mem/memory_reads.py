@@ -9,18 +9,18 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .embedder import Embedder
-from .entities import EntityExtractor
 from .errors import MemoryNotFoundError, ValidationError
-from .evidence import MESSAGE_WEIGHTS, Evidence, MessageSignals, rank_evidence
-from .filters import compile_filters
-from .nlp import TextAnalyzer
-from .ranking import Weights, interleave, keyword_share
-from .records import EntityMention, MemoryRecord
-from .references import Candidate, find_references, resolve_query
-from .search import SearchOutcome, SearchRequest, overfetch, search_memories
-from .store import Store
-from .store_messages import MessageHit, StoredMessage, message_item
+from .pinned.embedder import Embedder
+from .pinned.entities import EntityExtractor
+from .pinned.nlp import TextAnalyzer
+from .retrieval.evidence import MESSAGE_WEIGHTS, Evidence, MessageSignals, rank_evidence
+from .retrieval.ranking import Weights, interleave, keyword_share
+from .retrieval.references import Candidate, find_references, resolve_query
+from .retrieval.search import SearchOutcome, SearchRequest, overfetch, search_memories
+from .store.filters import compile_filters
+from .store.messages import MessageHit, StoredMessage, message_item
+from .store.records import EntityMention, MemoryRecord
+from .store.store import Store
 from .timeutil import is_expired, utc_now
 from .validation import (
     Scope,

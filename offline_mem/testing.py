@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .embedder import Embedder, EmbedderIdentity, normalize_rows
+from .pinned.embedder import Embedder, EmbedderIdentity, normalize_rows
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -46,10 +46,10 @@ class FakeEmbedder(Embedder):
 from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
-from .entities import EntityExtractor, unique_mentions  # noqa: E402
-from .entities import _mention as _entity_mention  # noqa: E402
-from .extractor import ExtractionOutput, Extractor, ExtractorIdentity, Prompt  # noqa: E402
-from .records import EntityMention  # noqa: E402
+from .pinned.entities import EntityExtractor, unique_mentions  # noqa: E402
+from .pinned.entities import _mention as _entity_mention  # noqa: E402
+from .pinned.extractor import ExtractionOutput, Extractor, ExtractorIdentity, Prompt  # noqa: E402
+from .store.records import EntityMention  # noqa: E402
 
 Script = dict[str, Any] | BaseException | Callable[[Prompt], dict[str, Any]]
 

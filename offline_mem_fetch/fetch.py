@@ -17,7 +17,7 @@ from pathlib import Path
 
 from offline_mem.config import resolve_models_dir
 from offline_mem.errors import ModelIntegrityError
-from offline_mem.manifest import (
+from offline_mem.pinned.manifest import (
     HuggingFaceSource,
     LocalSource,
     ModelFile,
@@ -26,7 +26,7 @@ from offline_mem.manifest import (
     Source,
     load_manifest,
 )
-from offline_mem.model_files import VerificationCache, check_model, place_verified_file
+from offline_mem.pinned.model_files import VerificationCache, check_model, place_verified_file
 
 from .huggingface import fetch_huggingface
 from .local import fetch_local

@@ -12,8 +12,8 @@ import socket
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from offline_mem.manifest import HuggingFaceSource, ModelFile, ModelSpec
-from offline_mem.model_files import sha256_file
+from offline_mem.pinned.manifest import HuggingFaceSource, ModelFile, ModelSpec
+from offline_mem.pinned.model_files import sha256_file
 
 from .sources import Deliver, Log, SourceError, human_size
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from offline_mem.manifest import ModelFile, ModelSpec
-from offline_mem.model_files import copy_hashing, file_chunks
+from offline_mem.pinned.manifest import ModelFile, ModelSpec
+from offline_mem.pinned.model_files import copy_hashing, file_chunks
 
 from .sources import Deliver, Log, SourceError
 

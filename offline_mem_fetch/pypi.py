@@ -13,8 +13,8 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from offline_mem.manifest import ModelFile, ModelSpec, PyPIPackage, PyPISource
-from offline_mem.model_files import CHUNK_SIZE, copy_hashing
+from offline_mem.pinned.manifest import ModelFile, ModelSpec, PyPIPackage, PyPISource
+from offline_mem.pinned.model_files import CHUNK_SIZE, copy_hashing
 
 from .sources import Deliver, Log, SourceError
 

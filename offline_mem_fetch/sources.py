@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from offline_mem.manifest import ModelFile
+from offline_mem.pinned.manifest import ModelFile
 
 Deliver = Callable[[ModelFile, Path, str], None]
 Log = Callable[[str], None]

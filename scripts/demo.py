@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from offline_mem import Memory
-from offline_mem.filters import compile_filters
-from offline_mem.search import SearchRequest, hybrid_search
+from offline_mem.retrieval.search import SearchRequest, hybrid_search
+from offline_mem.store.filters import compile_filters
 
 
 def show(title: str, payload: Any) -> None:

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from offline_mem.cli import common, main
-from offline_mem.extractor import Prompt
+from offline_mem.pinned.extractor import Prompt
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor
 
 

@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from offline_mem.db import Database
+from offline_mem.store.db import Database
 from offline_mem.validation import Scope
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from offline_mem.config import checkout_models_dir
-from offline_mem.model_files import verify_model
+from offline_mem.pinned.model_files import verify_model
 
 EMBEDDER = "all-MiniLM-L6-v2"
 REVISION = "0123456789abcdef0123456789abcdef01234567"

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from offline_mem.admission import (
+from offline_mem.extraction.admission import (
     NEAR_DUPLICATE_THRESHOLD,
     AdmissionContext,
     admit,
     fact_hash,
     read_facts,
 )
-from offline_mem.content_words import share_a_content_word
+from offline_mem.extraction.checks.content_words import share_a_content_word
 from offline_mem.memory import content_hash
-from offline_mem.records import MemoryRecord, NewMessage
+from offline_mem.store.records import MemoryRecord, NewMessage
 from offline_mem.testing import FakeEmbedder, answer
 
 EMBED = FakeEmbedder()

@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 from invariants import violations
 
-from offline_mem import Memory, OfflineMemError, ValidationError, job_worker
+from offline_mem import Memory, OfflineMemError, ValidationError
 from offline_mem.errors import ExtractionError, FlushTimeoutError
-from offline_mem.extractor import Prompt
+from offline_mem.pinned.extractor import Prompt
+from offline_mem.store import job_worker
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer
 
 CONVERSATION = [

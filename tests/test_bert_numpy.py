@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from offline_mem.bert_layout import UnsupportedLayout, read_layout
-from offline_mem.bert_numpy import NumpyBertEncoder, _gelu, load_encoder
-from offline_mem.blas_threads import one_blas_thread
-from offline_mem.embedder import EmbedderIdentity, SentenceTransformerEmbedder
-from offline_mem.model_files import model_identity, verified_model_dir
+from offline_mem.pinned.bert_layout import UnsupportedLayout, read_layout
+from offline_mem.pinned.bert_numpy import NumpyBertEncoder, _gelu, load_encoder
+from offline_mem.pinned.blas_threads import one_blas_thread
+from offline_mem.pinned.embedder import EmbedderIdentity, SentenceTransformerEmbedder
+from offline_mem.pinned.model_files import model_identity, verified_model_dir
 
 NAME = "all-MiniLM-L6-v2"
 TOLERANCE = 1e-5
@@ -218,7 +218,7 @@ def blas_threads() -> Iterator[object]:
     ran; scipy's own OpenBLAS, loaded later by sentence-transformers, is not numpy's)."""
     from threadpoolctl import ThreadpoolController
 
-    from offline_mem.blas_threads import _blas_controller
+    from offline_mem.pinned.blas_threads import _blas_controller
 
     numpy_blas = {lib["filepath"] for lib in _blas_controller().select(user_api="blas").info()}
     assert numpy_blas

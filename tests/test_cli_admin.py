@@ -11,10 +11,10 @@ import pytest
 from cli_helpers import Cli, install
 
 from offline_mem.cli import common
-from offline_mem.db import Database
 from offline_mem.errors import ExtractionError
-from offline_mem.export import FORMAT_VERSION
+from offline_mem.store.db import Database
 from offline_mem.testing import FakeEmbedder, answer, changes
+from offline_mem.transfer.export import FORMAT_VERSION
 
 MOVED = "User lives in Porto now, not in Lisbon."
 
@@ -253,7 +253,7 @@ def test_stats_and_backup(cli: Cli, tmp_path: Path) -> None:
 
 
 def test_async_adds_wait_for_flush_and_stats_count_the_jobs(cli: Cli, monkeypatch) -> None:
-    from offline_mem import job_worker
+    from offline_mem.store import job_worker
 
     monkeypatch.setattr(job_worker, "RETRY_AFTER_S", (0.0, 0.0))
     broken = ExtractionError("the model answered outside its schema")

@@ -23,8 +23,8 @@ from models_fixtures import (
 from offline_mem.cli import main
 from offline_mem.config import checkout_models_dir
 from offline_mem.errors import ModelIntegrityError
-from offline_mem.manifest import read_manifest
-from offline_mem.model_files import CACHE_NAME, verified_model_dir, verify_model
+from offline_mem.pinned.manifest import read_manifest
+from offline_mem.pinned.model_files import CACHE_NAME, verified_model_dir, verify_model
 
 FILES = {"weights.bin": b"tiny weights " * 50, "tokenizer/vocab.txt": b"a\nb\n"}
 

@@ -332,8 +332,8 @@ def test_a_file_killed_during_its_first_migration_opens_as_an_empty_store(tmp_pa
     db = tmp_path / "memory.db"
     dying = (
         "import sys, time\n"
-        "from offline_mem.db import Database\n"
-        "from offline_mem.migrations import MigrationContext, migrate\n"
+        "from offline_mem.store.db import Database\n"
+        "from offline_mem.store.migrations import MigrationContext, migrate\n"
         "db = Database(sys.argv[1])\n"
         "with db.atomic():\n"
         "    migrate(db, MigrationContext(dimension=8))\n"

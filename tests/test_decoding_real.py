@@ -1,5 +1,5 @@
-"""Greedy decoding under a grammar (offline_mem.decoding) on the pinned 0.5B GGUF (runs in CI,
-never skipped): it must write exactly what llama-cpp-python's own sampler chain writes at
+"""Greedy decoding under a grammar (offline_mem.pinned.decoding) on the pinned 0.5B GGUF (runs in
+CI, never skipped): it must write exactly what llama-cpp-python's own sampler chain writes at
 temperature 0 with the same grammar, including where the grammar rejects the model's first
 choice, and stop with the right reason."""
 
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from offline_mem.config import resolve_models_dir
-from offline_mem.decoding import GrammarSampler, decode_greedy
-from offline_mem.extractor import schema_to_gbnf
-from offline_mem.manifest import load_manifest
-from offline_mem.model_files import verified_model_dir
+from offline_mem.pinned.decoding import GrammarSampler, decode_greedy
+from offline_mem.pinned.extractor import schema_to_gbnf
+from offline_mem.pinned.manifest import load_manifest
+from offline_mem.pinned.model_files import verified_model_dir
 
 pytestmark = pytest.mark.real_model
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from offline_mem import EmbedderMismatchError, Memory
-from offline_mem.embedder import EmbedderIdentity, SentenceTransformerEmbedder
-from offline_mem.model_files import model_identity, verified_model_dir
+from offline_mem.pinned.embedder import EmbedderIdentity, SentenceTransformerEmbedder
+from offline_mem.pinned.model_files import model_identity, verified_model_dir
 from offline_mem.testing import FakeEmbedder
 
 pytestmark = pytest.mark.real_model

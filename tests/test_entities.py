@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from offline_mem.config import DEFAULT_NLP, resolve_models_dir
-from offline_mem.entities import SpacyEntities, normalize_entity
+from offline_mem.pinned.entities import SpacyEntities, normalize_entity
 
 
 @pytest.mark.parametrize(
@@ -41,7 +41,7 @@ def test_query_path_skips_the_recogniser_but_keeps_analysis_and_names(spacy_enti
     """Search parses queries without spaCy's NER (nlp.QUERY_SKIPS). Keyword terms and tokens
     must not change, names must still be found, and the cheaper doc must never be handed to a
     write asking for the same text."""
-    from offline_mem.nlp import SpacyAnalyzer
+    from offline_mem.pinned.nlp import SpacyAnalyzer
 
     analyzer = SpacyAnalyzer(resolve_models_dir() / DEFAULT_NLP)
     queries = [

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from offline_mem import Memory
-from offline_mem.filters import compile_filters
+from offline_mem.store.filters import compile_filters
 from offline_mem.testing import FakeEmbedder, FakeEntities
 
 NAMES = ["Ana", "Bruno", "Carla", "Dario"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from offline_mem.errors import ExtractionError
+from offline_mem.extraction.prompts import PROMPT_VERSION
 from offline_mem.memory import Memory
-from offline_mem.prompts import PROMPT_VERSION
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer, changes
 
 
@@ -148,7 +148,7 @@ def test_close_releases_the_extractor(tmp_path):
 def test_recent_messages_shown_are_the_scope_messages_since_the_window_start(tmp_path):
     """Each add shows the scope's messages since `recent_window_start`, oldest first, so that
     consecutive prompts share the recent block (and llama.cpp's KV cache serves it)."""
-    from offline_mem.prompts import recent_window_start
+    from offline_mem.extraction.prompts import recent_window_start
 
     m = memory(tmp_path, *[{}] * 14)
     for i in range(14):

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from offline_mem.config import DEFAULT_EXTRACTOR, resolve_models_dir
-from offline_mem.extractor import LlamaExtractor
-from offline_mem.inference import REPRODUCIBLE_SUFFIX
+from offline_mem.extraction.inference import REPRODUCIBLE_SUFFIX
+from offline_mem.extraction.prompts import PROMPT_VERSION
 from offline_mem.memory import Memory
-from offline_mem.prompts import PROMPT_VERSION
+from offline_mem.pinned.extractor import LlamaExtractor
 
 pytestmark = pytest.mark.real_model
 
@@ -88,7 +88,7 @@ def test_the_check_reads_the_probability_of_changed(extractor):
     benchmarks/results/check_threshold.json; the pairs are from benchmarks/extraction/run.py)."""
     from types import SimpleNamespace
 
-    from offline_mem.supersession import (
+    from offline_mem.extraction.supersession import (
         ANSWER_PREFIX,
         CHANGE_THRESHOLD,
         OPTIONS,

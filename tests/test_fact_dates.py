@@ -7,7 +7,7 @@ from datetime import date
 import pytest
 
 from offline_mem import Memory
-from offline_mem.fact_dates import correct_fact_date
+from offline_mem.extraction.checks.fact_dates import correct_fact_date
 from offline_mem.testing import FakeEmbedder, FakeExtractor, answer
 
 SUNDAY = date(2023, 4, 23)

@@ -14,7 +14,7 @@ from models_fixtures import REVISION, fake_hub, fake_model, sha256, write_files,
 
 import offline_mem_fetch.pypi
 from offline_mem.config import checkout_models_dir
-from offline_mem.model_files import CACHE_NAME, verified_model_dir, verify_model
+from offline_mem.pinned.model_files import CACHE_NAME, verified_model_dir, verify_model
 from offline_mem_fetch import FetchError, fetch_models
 
 ROOT = checkout_models_dir().parent

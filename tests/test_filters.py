@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from offline_mem import Memory, ValidationError
-from offline_mem.filters import compile_filters
+from offline_mem.store.filters import compile_filters
 
 
 @pytest.fixture

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from offline_mem import Memory
-from offline_mem.admission import Fact
-from offline_mem.grounding import (
+from offline_mem.extraction.admission import Fact
+from offline_mem.extraction.checks.grounding import (
     drop_context_copies,
     drop_invented_names,
     drop_name_only_facts,
@@ -12,7 +12,7 @@ from offline_mem.grounding import (
     ground_facts,
     name_the_user,
 )
-from offline_mem.records import NewMessage
+from offline_mem.store.records import NewMessage
 from offline_mem.testing import FakeEmbedder, FakeExtractor, answer
 
 MESSAGES = [

@@ -25,7 +25,7 @@ from invariants import table_dump, violations
 
 from offline_mem import Memory, OfflineMemError
 from offline_mem.errors import MemoryNotFoundError, ValidationError
-from offline_mem.filters import OPERATORS
+from offline_mem.store.filters import OPERATORS
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer
 
 EXAMPLES = int(os.environ.get("OFFLINE_MEM_FUZZ_EXAMPLES", "100"))

@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 
-from offline_mem import Memory, keyword_index
-from offline_mem.filters import compile_filters
-from offline_mem.nlp import Analysis, TextAnalyzer
+from offline_mem import Memory
+from offline_mem.pinned.nlp import Analysis, TextAnalyzer
+from offline_mem.store import keyword_index
+from offline_mem.store.filters import compile_filters
 from offline_mem.testing import FakeEmbedder
 
 MID = [f"mid{i}" for i in range(6)]

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 
 from offline_mem.config import DEFAULT_EXTRACTOR, resolve_models_dir
-from offline_mem.extractor import LlamaExtractor
-from offline_mem.prompts import ExistingMemory, PromptMessage, build_facts_prompt
-from offline_mem.supersession import build_check_prompt
+from offline_mem.extraction.prompts import ExistingMemory, PromptMessage, build_facts_prompt
+from offline_mem.extraction.supersession import build_check_prompt
+from offline_mem.pinned.extractor import LlamaExtractor
 
 pytestmark = pytest.mark.real_model
 

@@ -12,7 +12,7 @@ from models_fixtures import fake_model, write_manifest
 
 from offline_mem.config import checkout_models_dir
 from offline_mem.errors import ModelError
-from offline_mem.manifest import (
+from offline_mem.pinned.manifest import (
     HuggingFaceSource,
     LocalSource,
     Manifest,

@@ -195,7 +195,7 @@ def test_without_the_sdk_the_command_says_what_to_install(
 ) -> None:
     for name in [n for n in sys.modules if n == "mcp" or n.startswith("mcp.")]:
         monkeypatch.setitem(sys.modules, name, None)  # importing it raises ModuleNotFoundError
-    monkeypatch.delitem(sys.modules, "offline_mem.mcp_server", raising=False)
+    monkeypatch.delitem(sys.modules, "offline_mem.mcp.server", raising=False)
     result = CliRunner().invoke(main, ["--db", str(tmp_path / "m.db"), "mcp"])
     assert result.exit_code == 1
     assert "pip install 'offline_mem[mcp]'" in result.stderr

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from offline_mem import Memory, MemoryNotFoundError, ValidationError
-from offline_mem.mcp_tools import DefaultScope, MemoryTools
+from offline_mem.mcp.tools import DefaultScope, MemoryTools
 
 
 @pytest.fixture

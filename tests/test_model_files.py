@@ -19,9 +19,9 @@ from models_fixtures import (
     write_manifest,
 )
 
-import offline_mem.model_files as model_files
+import offline_mem.pinned.model_files as model_files
 from offline_mem.errors import ModelIntegrityError, ModelNotFoundError
-from offline_mem.model_files import (
+from offline_mem.pinned.model_files import (
     CACHE_NAME,
     ModelIdentity,
     model_identity,

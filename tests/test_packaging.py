@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 
 from offline_mem.config import checkout_models_dir
-from offline_mem.manifest import PACKAGED_MANIFEST, manifest_path
+from offline_mem.pinned.manifest import PACKAGED_MANIFEST, manifest_path
 
 ROOT = checkout_models_dir().parent
 CHECKOUT_MANIFEST = checkout_models_dir() / "manifest.json"
@@ -54,7 +54,7 @@ def test_an_installed_wheel_reads_the_pinned_manifest_it_carries(tmp_path):
     empty_models = tmp_path / "models"
     empty_models.mkdir()
     probe = (
-        "import json; from offline_mem.manifest import load_manifest, manifest_path; "
+        "import json; from offline_mem.pinned.manifest import load_manifest, manifest_path; "
         "print(json.dumps([str(manifest_path()), list(load_manifest().names)]))"
     )
     env = {**os.environ, "PYTHONPATH": str(site), "OFFLINE_MEM_MODELS": str(empty_models)}

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from offline_mem.errors import ValidationError
-from offline_mem.memory import Memory
-from offline_mem.procedural import (
+from offline_mem.extraction.procedural import (
     PROCEDURAL_INSTRUCTIONS,
     build_procedural_prompt,
     render_summary,
 )
-from offline_mem.prompts import PromptMessage
+from offline_mem.extraction.prompts import PromptMessage
+from offline_mem.memory import Memory
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor
 
 ANSWER = {

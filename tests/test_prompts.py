@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from offline_mem.extractor import schema_to_gbnf
-from offline_mem.procedural import PROCEDURAL_SCHEMA
-from offline_mem.prompts import (
+from offline_mem.extraction.procedural import PROCEDURAL_SCHEMA
+from offline_mem.extraction.prompts import (
     FACTS_INSTRUCTIONS,
     MAX_RECENT,
     PROMPT_VERSION,
@@ -18,6 +17,7 @@ from offline_mem.prompts import (
     facts_schema,
     recent_window_start,
 )
+from offline_mem.pinned.extractor import schema_to_gbnf
 
 NOW = datetime(2025, 3, 14, 9, 30, tzinfo=timezone.utc)
 

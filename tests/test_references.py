@@ -7,8 +7,8 @@ import pytest
 
 from offline_mem import Memory
 from offline_mem.memory_reads import RESOLVE_POOL
-from offline_mem.ranking import interleave
-from offline_mem.references import (
+from offline_mem.retrieval.ranking import interleave
+from offline_mem.retrieval.references import (
     Candidate,
     Reference,
     bridge_name,

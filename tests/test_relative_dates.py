@@ -1,4 +1,5 @@
-"""Relative dates in extracted facts become absolute ones (offline_mem/relative_dates.py)."""
+"""Relative dates in extracted facts become absolute ones
+(offline_mem/extraction/checks/relative_dates.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from datetime import date
 import pytest
 
 from offline_mem import Memory
-from offline_mem.relative_dates import resolve_relative_dates
+from offline_mem.extraction.checks.relative_dates import resolve_relative_dates
 from offline_mem.testing import FakeEmbedder, FakeExtractor, answer
 
 SUNDAY = date(2023, 9, 24)  # a Sunday

@@ -28,9 +28,9 @@ if str(ROOT) not in sys.path:
 from benchmarks.retrieval.dataset import KINDS, build  # noqa: E402
 from benchmarks.retrieval.run import load, recall_at  # noqa: E402
 from offline_mem import Memory  # noqa: E402
-from offline_mem.filters import compile_filters  # noqa: E402
-from offline_mem.ranking import Weights  # noqa: E402
-from offline_mem.search import SearchRequest, hybrid_search  # noqa: E402
+from offline_mem.retrieval.ranking import Weights  # noqa: E402
+from offline_mem.retrieval.search import SearchRequest, hybrid_search  # noqa: E402
+from offline_mem.store.filters import compile_filters  # noqa: E402
 
 pytestmark = pytest.mark.real_model
 

@@ -1,6 +1,7 @@
-"""`search` ranks extracted facts and the stored turns in one list (offline_mem/evidence.py):
-every item says its kind, message ids work with get() and delete(), and the ranking is pure
-and on the facts' [0, 1] scale. Fake models; the real embedder has its own tests."""
+"""`search` ranks extracted facts and the stored turns in one list
+(offline_mem/retrieval/evidence.py): every item says its kind, message ids work with get() and
+delete(), and the ranking is pure and on the facts' [0, 1] scale. Fake models; the real embedder
+has its own tests."""
 
 from __future__ import annotations
 
@@ -8,14 +9,14 @@ import pytest
 from invariants import violations
 
 from offline_mem import Memory
-from offline_mem.evidence import (
+from offline_mem.retrieval.evidence import (
     MESSAGE_WEIGHTS,
     MessageSignals,
     entity_share,
     fact_places,
     rank_evidence,
 )
-from offline_mem.ranking import Ranked, Weights
+from offline_mem.retrieval.ranking import Ranked, Weights
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer
 
 DIALOGUE = [

@@ -8,9 +8,9 @@ from datetime import date, timedelta
 import pytest
 
 from offline_mem import Memory
-from offline_mem.filters import compile_filters
-from offline_mem.ranking import Weights
-from offline_mem.search import SearchRequest, hybrid_search, overfetch
+from offline_mem.retrieval.ranking import Weights
+from offline_mem.retrieval.search import SearchRequest, hybrid_search, overfetch
+from offline_mem.store.filters import compile_filters
 
 U1 = {"user_id": "u1"}
 

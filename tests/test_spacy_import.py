@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from offline_mem.model_files import verified_model_dir
+from offline_mem.pinned.model_files import verified_model_dir
 
 pytestmark = pytest.mark.real_model
 
@@ -33,10 +33,10 @@ if mode == "plain":
     import spacy
 elif mode == "torch-first":
     import torch
-    from offline_mem.spacy_import import import_spacy
+    from offline_mem.pinned.spacy_import import import_spacy
     spacy = import_spacy()
 else:
-    from offline_mem.spacy_import import import_spacy
+    from offline_mem.pinned.spacy_import import import_spacy
     spacy = import_spacy()
 import thinc.compat
 state = {

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from offline_mem.model_files import verified_model_dir
+from offline_mem.pinned.model_files import verified_model_dir
 
 pytestmark = pytest.mark.real_model
 
@@ -30,9 +30,9 @@ TEXTS = [
 GROW = """
 import json, sys
 from pathlib import Path
-from offline_mem.entities import SpacyEntities
-from offline_mem.nlp import SpacyAnalyzer
-from offline_mem.spacy_pipeline import load_spacy
+from offline_mem.pinned.entities import SpacyEntities
+from offline_mem.pinned.nlp import SpacyAnalyzer
+from offline_mem.pinned.spacy_pipeline import load_spacy
 folder, texts = Path(sys.argv[1]), json.loads(sys.argv[2])
 analyzer, entities = SpacyAnalyzer(folder), SpacyEntities("en_core_web_sm")
 first_query = [analyzer.analyze_query(t).terms for t in texts]

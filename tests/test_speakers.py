@@ -1,10 +1,10 @@
-"""Who said a message (offline_mem/speakers.py): its name, else a "Name: " prefix of a
+"""Who said a message (offline_mem/extraction/speakers.py): its name, else a "Name: " prefix of a
 transcript written that way, else its role."""
 
 from __future__ import annotations
 
-from offline_mem.records import NewMessage
-from offline_mem.speakers import leading_name, with_speakers
+from offline_mem.extraction.speakers import leading_name, with_speakers
+from offline_mem.store.records import NewMessage
 
 
 def message(content: str, name: str | None = None, role: str = "user") -> NewMessage:

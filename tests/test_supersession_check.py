@@ -7,17 +7,17 @@ import numpy as np
 import pytest
 
 from offline_mem.errors import ExtractionError
-from offline_mem.extractor import Prompt
-from offline_mem.memory import Memory
-from offline_mem.prompts import facts_system_prompt
-from offline_mem.records import NewMemory
-from offline_mem.supersession import (
+from offline_mem.extraction.prompts import facts_system_prompt
+from offline_mem.extraction.supersession import (
     CHANGE_THRESHOLD,
     CHECK_MIN_SIMILARITY,
     CHECK_SCHEMA,
     MAX_CHECKS,
     pairs_to_check,
 )
+from offline_mem.memory import Memory
+from offline_mem.pinned.extractor import Prompt
+from offline_mem.store.records import NewMemory
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer
 
 

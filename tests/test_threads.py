@@ -22,7 +22,7 @@ from invariants import LogicalState, apply_operation, logical_state, table_dump,
 from writer_process import WordAnalyzer, perform, plan_operation
 
 from offline_mem import AsyncMemory, Memory
-from offline_mem.extractor import ExtractionOutput, Prompt
+from offline_mem.pinned.extractor import ExtractionOutput, Prompt
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer, changed_when
 
 THREADS = 8

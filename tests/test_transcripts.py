@@ -10,10 +10,10 @@ import pytest
 from invariants import table_dump, violations
 
 from offline_mem import Memory, ValidationError
-from offline_mem.export import export_lines
-from offline_mem.export_import import import_data
-from offline_mem.export_read import read_export
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer
+from offline_mem.transfer.export import export_lines
+from offline_mem.transfer.importer import import_data
+from offline_mem.transfer.reader import read_export
 
 PHOTO = "https://example.invalid/cat.jpg"
 TRANSCRIPT = [

@@ -39,9 +39,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from offline_mem import Memory
-from offline_mem.extractor import ExtractionOutput, Prompt
-from offline_mem.nlp import Analysis, TextAnalyzer
-from offline_mem.store_jobs import JobClaim, JobRecord
+from offline_mem.pinned.extractor import ExtractionOutput, Prompt
+from offline_mem.pinned.nlp import Analysis, TextAnalyzer
+from offline_mem.store.jobs import JobClaim, JobRecord
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer, changed_when
 
 WORDS = [

@@ -22,8 +22,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from offline_mem.config import DEFAULT_EXTRACTOR, resolve_models_dir
-from offline_mem.extractor import LlamaExtractor
-from offline_mem.supersession import build_check_prompt, changed_probability
+from offline_mem.extraction.supersession import build_check_prompt, changed_probability
+from offline_mem.pinned.extractor import LlamaExtractor
 
 from .run import CHANGED, SAME
 

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def run_mode(reproducible: bool, chunks: list[Any], workdir: Path, threads: int) -> dict[str, Any]:
     from offline_mem import Memory
     from offline_mem.config import DEFAULT_EXTRACTOR, resolve_models_dir
-    from offline_mem.extractor import LlamaExtractor
+    from offline_mem.pinned.extractor import LlamaExtractor
 
     log = CallLog()
     inner = LlamaExtractor(

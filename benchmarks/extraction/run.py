@@ -24,8 +24,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from offline_mem.extractor import ExtractionOutput, Extractor, LlamaExtractor, Prompt  # noqa: E402
 from offline_mem.memory import Memory  # noqa: E402
+from offline_mem.pinned.extractor import ExtractionOutput, Extractor, LlamaExtractor, Prompt  # noqa: E402
 
 DATA = Path(__file__).with_name("conversations.json")
 
@@ -222,8 +222,8 @@ def check_pairs(extractor: Extractor, embedder: Any) -> dict[str, Any]:
     checked)."""
     from types import SimpleNamespace
 
-    from offline_mem.content_words import share_a_content_word
-    from offline_mem.supersession import (
+    from offline_mem.extraction.checks.content_words import share_a_content_word
+    from offline_mem.extraction.supersession import (
         CHANGE_THRESHOLD,
         CHECK_MIN_SIMILARITY,
         build_check_prompt,

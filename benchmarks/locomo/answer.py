@@ -78,8 +78,8 @@ class Answerer:
     ) -> None:
         from llama_cpp import Llama
 
-        from offline_mem.manifest import load_manifest
-        from offline_mem.model_files import verified_model_dir
+        from offline_mem.pinned.manifest import load_manifest
+        from offline_mem.pinned.model_files import verified_model_dir
 
         spec = load_manifest().get(model_name)
         if not spec.chat_format:

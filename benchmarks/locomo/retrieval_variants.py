@@ -49,7 +49,8 @@ def hits_of(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from offline_mem import Memory, evidence
+    from offline_mem import Memory
+    from offline_mem.retrieval import evidence
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, required=True)

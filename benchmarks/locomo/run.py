@@ -370,9 +370,9 @@ def load_average() -> list[float]:
 def environment(cfg: dict[str, Any]) -> dict[str, Any]:
     from importlib import metadata
 
-    from offline_mem.manifest import load_manifest
-    from offline_mem.prompts import PROMPT_VERSION
-    from offline_mem.supersession import CHECK_PROMPT_VERSION
+    from offline_mem.extraction.prompts import PROMPT_VERSION
+    from offline_mem.extraction.supersession import CHECK_PROMPT_VERSION
+    from offline_mem.pinned.manifest import load_manifest
 
     from .answer import ANSWER_PROMPT_VERSION
 

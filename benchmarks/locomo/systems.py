@@ -133,7 +133,7 @@ def _files_size(paths: list[Path]) -> int:
 def make_recording_extractor(inner: Any, log: CallLog) -> Any:
     """An Extractor that records each call's tokens and failure, then delegates to `inner`."""
     from offline_mem.errors import ExtractionError
-    from offline_mem.extractor import Extractor
+    from offline_mem.pinned.extractor import Extractor
 
     class RecordingExtractor(Extractor):
         @property  # type: ignore[override]
@@ -167,7 +167,7 @@ class OfflineMemSystem(System):
     def __init__(self, workdir: Path, *, extractor: str, threads: int, infer: bool = True) -> None:
         from offline_mem import Memory
         from offline_mem.config import resolve_models_dir
-        from offline_mem.extractor import LlamaExtractor
+        from offline_mem.pinned.extractor import LlamaExtractor
 
         self.path = workdir / "offline_mem.db"
         self.infer = infer
@@ -256,8 +256,8 @@ def _observed_day(item: dict[str, Any]) -> str | None:
 
 
 def load_pinned_embedder(name: str = "all-MiniLM-L6-v2") -> Any:
-    from offline_mem.embedder import EmbedderIdentity, SentenceTransformerEmbedder
-    from offline_mem.model_files import model_identity, verified_model_dir
+    from offline_mem.pinned.embedder import EmbedderIdentity, SentenceTransformerEmbedder
+    from offline_mem.pinned.model_files import model_identity, verified_model_dir
 
     ident = model_identity(name)
     identity = EmbedderIdentity(name=name, sha256=ident.sha256, dimension=ident.dimension or 0)
@@ -313,8 +313,8 @@ class Mem0System(System):
     name = "mem0"
 
     def __init__(self, workdir: Path, *, model_name: str, threads: int, n_ctx: int = 16384) -> None:
-        from offline_mem.manifest import load_manifest
-        from offline_mem.model_files import verified_model_dir
+        from offline_mem.pinned.manifest import load_manifest
+        from offline_mem.pinned.model_files import verified_model_dir
 
         from . import mem0_peer
 

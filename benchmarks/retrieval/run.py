@@ -35,13 +35,13 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.retrieval.dataset import KINDS, RetrievalSet, build  # noqa: E402
-from offline_mem import search as search_module  # noqa: E402
-from offline_mem.filters import compile_filters  # noqa: E402
-from offline_mem.keyword_index import lucene_idf  # noqa: E402
 from offline_mem.memory import Memory  # noqa: E402
-from offline_mem.model_files import model_identity  # noqa: E402
-from offline_mem.ranking import Ranked, Signals, Weights, score_and_rank  # noqa: E402
-from offline_mem.search import SearchRequest, hybrid_search, overfetch  # noqa: E402
+from offline_mem.pinned.model_files import model_identity  # noqa: E402
+from offline_mem.retrieval import search as search_module  # noqa: E402
+from offline_mem.retrieval.ranking import Ranked, Signals, Weights, score_and_rank  # noqa: E402
+from offline_mem.retrieval.search import SearchRequest, hybrid_search, overfetch  # noqa: E402
+from offline_mem.store.filters import compile_filters  # noqa: E402
+from offline_mem.store.keyword_index import lucene_idf  # noqa: E402
 
 SIGNALS: dict[str, tuple[str, ...]] = {
     "vector": ("semantic",),

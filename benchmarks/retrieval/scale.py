@@ -48,13 +48,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from offline_mem.embedder import EmbedderIdentity  # noqa: E402
-from offline_mem.filters import compile_filters  # noqa: E402
-from offline_mem.keyword_index import bm25_scores, query_stats  # noqa: E402
 from offline_mem.memory import Memory  # noqa: E402
-from offline_mem.model_files import model_identity  # noqa: E402
-from offline_mem.search import SearchRequest, hybrid_search  # noqa: E402
-from offline_mem.store import Store  # noqa: E402
+from offline_mem.pinned.embedder import EmbedderIdentity  # noqa: E402
+from offline_mem.pinned.model_files import model_identity  # noqa: E402
+from offline_mem.retrieval.search import SearchRequest, hybrid_search  # noqa: E402
+from offline_mem.store.filters import compile_filters  # noqa: E402
+from offline_mem.store.keyword_index import bm25_scores, query_stats  # noqa: E402
+from offline_mem.store.store import Store  # noqa: E402
 from offline_mem.validation import Scope  # noqa: E402
 
 DIM = 384
@@ -382,8 +382,8 @@ def compare_engines(
     same file: build time and top-60 query time over one scope of `count` memories."""
     from rank_bm25 import BM25Okapi
 
-    from offline_mem.db import Database
-    from offline_mem.nlp import SpacyAnalyzer
+    from offline_mem.pinned.nlp import SpacyAnalyzer
+    from offline_mem.store.db import Database
 
     with Memory({"path": str(path)}) as memory:
         analyzer: SpacyAnalyzer = memory.analyzer  # type: ignore[assignment]

@@ -10,11 +10,11 @@ from typing import Any
 import click
 
 from ..errors import ModelError, OfflineMemError
-from ..export import backup_file, export_file, open_existing
-from ..export_import import import_data
-from ..export_read import read_export
-from ..integrity import verify_file
+from ..store.integrity import verify_file
 from ..timeutil import unexpired_clause, utc_now
+from ..transfer.export import backup_file, export_file, open_existing
+from ..transfer.importer import import_data
+from ..transfer.reader import read_export
 from .common import (
     CliState,
     configured_embedder,
@@ -52,7 +52,7 @@ def _file_size(path: str) -> int:
 def _model_names() -> dict[str, str]:
     """sha256 -> model name, from the manifest (empty when there is none)."""
     try:
-        from ..manifest import load_manifest
+        from ..pinned.manifest import load_manifest
 
         return {spec.primary_file.sha256: spec.name for spec in load_manifest(None)}
     except (OfflineMemError, OSError):
@@ -257,7 +257,7 @@ def verify(state: CliState) -> None:
         embedder, unavailable = None, str(exc)
     db = open_existing(path)
     try:
-        from ..integrity import CHECKS
+        from ..store.integrity import CHECKS
 
         with _progress(len(CHECKS), "verifying") as bar:
             report = verify_file(

@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from ..errors import ExtractionError, ModelError
-from ..extractor import DEFAULT_SEED, LlamaExtractor
+from ..pinned.extractor import DEFAULT_SEED, LlamaExtractor
 from . import common
 from .common import CliState, open_memory, pass_state
 

@@ -11,10 +11,10 @@ from typing import Any
 import click
 
 from ..config import MemoryConfig, resolve_db_path, resolve_models_dir
-from ..embedder import Embedder, EmbedderIdentity
-from ..entities import EntityExtractor
-from ..extractor import Extractor
 from ..memory import Memory
+from ..pinned.embedder import Embedder, EmbedderIdentity
+from ..pinned.entities import EntityExtractor
+from ..pinned.extractor import Extractor
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def configured_embedder() -> EmbedderIdentity:
     """The identity of the embedder a `Memory` would use, without loading its weights."""
     if MODELS.embedder is not None:
         return MODELS.embedder().identity
-    from ..model_files import model_identity
+    from ..pinned.model_files import model_identity
 
     name = MemoryConfig().embedder
     ident = model_identity(name, resolve_models_dir(None))

@@ -1,5 +1,5 @@
 """`offline-mem mcp [--user NAME] [--agent NAME]`: the memory file as an MCP server over stdio
-(offline_mem/mcp_server.py). Opens the memory once, then serves until the client closes stdin."""
+(offline_mem/mcp/server.py). Opens the memory once, then serves until the client closes stdin."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import click
 
-from ..mcp_tools import DefaultScope, MemoryTools
+from ..mcp.tools import DefaultScope, MemoryTools
 from ..validation import make_scope
 from .common import CliState, db_path, open_memory, pass_state
 
@@ -23,7 +23,7 @@ def mcp(state: CliState, user_id: str | None, agent_id: str | None) -> None:
     """Serve the memory to an agent or desktop assistant as MCP tools over stdin/stdout
     (add, search, list, get, update, delete, history). Logs go to stderr."""
     try:
-        from ..mcp_server import LogLevel, MemoryServer
+        from ..mcp.server import LogLevel, MemoryServer
     except ModuleNotFoundError as exc:
         if exc.name is None or exc.name.split(".")[0] != "mcp":
             raise

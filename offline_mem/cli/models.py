@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 
 from ..config import resolve_models_dir
-from ..manifest import load_manifest
-from ..model_bundle import bundle_models, import_models
-from ..model_files import VerificationCache, VerifyReport, check_model, quick_status
+from ..pinned.bundle import bundle_models, import_models
+from ..pinned.manifest import load_manifest
+from ..pinned.model_files import VerificationCache, VerifyReport, check_model, quick_status
 from .common import CliState, echo_json, human_size, pass_state
 
 EXIT_MISMATCH = 1

@@ -1,0 +1,164 @@
+"""Admission: the model's answer turned into memories to write. Pure: no I/O, no model calls.
+
+Two steps, with the embedding done by the caller in between:
+
+1. `read_facts` checks the answer item by item (the grammar already guarantees its shape; this
+   guards the guarantee): texts trimmed, empty texts dropped, message numbers mapped back to plan
+   indexes, anything out of range dropped.
+2. `admit` drops exact duplicates (the MD5 of the text, as Mem0, against the scope's active
+   memories and the batch) and near-duplicates (cosine similarity of the embeddings at or above
+   `NEAR_DUPLICATE_THRESHOLD`, against the scope's memories most similar to the new messages and the
+   batch), and builds the `NewMemory` objects and Mem0-shaped result items.
+
+Which old memory a new fact supersedes is not the model's answer: it is asked afterwards, one
+pair at a time (`supersession.py`), and recorded with `Admission.record_supersession`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..store.records import MemoryRecord, NewMemory, NewMessage
+from ..store.store import keyword_text
+
+# all-MiniLM-L6-v2 cosine similarity at or above which two facts say the same thing. Measured on
+# the extraction benchmark: rephrasings such as "User lives in Porto." / "User lives in Porto,
+# Portugal." score 0.93-0.99, while facts that differ in one value ("lives in Porto" / "lives in
+# Lisbon") score 0.75-0.90 and must both survive (one may supersede the other).
+NEAR_DUPLICATE_THRESHOLD = 0.95
+
+ATTRIBUTIONS = ("user", "assistant")
+
+
+def fact_hash(text: str) -> str:
+    """MD5 of the text, the same as `offline_mem.memory.content_hash` (Mem0's `hash`)."""
+    return hashlib.md5(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One fact of the model's answer, checked and mapped back to real references."""
+
+    text: str
+    attributed_to: str | None
+    sources: tuple[int, ...]  # indexes into the plan's messages
+
+
+@dataclass
+class Admission:
+    memories: list[NewMemory] = field(default_factory=list)
+    results: list[dict[str, Any]] = field(default_factory=list)
+    dropped: list[tuple[str, str]] = field(default_factory=list)  # (text, reason)
+
+    def record_supersession(self, index: int, old: MemoryRecord) -> None:
+        """memories[index] supersedes `old`: mark it, and add the SUPERSEDE row after the
+        memory's ADD row, with the ADD row listing it (the shape `admit` produces)."""
+        memory = self.memories[index]
+        memory.supersedes.append(old.id)
+        at = next(i for i, r in enumerate(self.results) if r["id"] == memory.id)
+        self.results[at]["supersedes"] = list(memory.supersedes)
+        while at + 1 < len(self.results) and self.results[at + 1]["event"] == "SUPERSEDE":
+            at += 1
+        row = {"id": old.id, "memory": old.text, "event": "SUPERSEDE", "superseded_by": memory.id}
+        self.results.insert(at + 1, row)
+
+
+def _clean_text(value: object) -> str:
+    """Whitespace collapsed; text with no UTF-8 form (a lone surrogate from a JSON escape) or a
+    NUL is not a fact we can store, so it becomes empty and is dropped."""
+    if not isinstance(value, str) or "\x00" in value:
+        return ""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return ""
+    return " ".join(value.split())
+
+
+def read_facts(
+    answer: Mapping[str, Any], *, shown_messages: Sequence[int], roles: Sequence[str]
+) -> list[Fact]:
+    """The answer's facts: it maps the number n of a new message to the facts it states, and
+    `shown_messages[n - 1]` is the plan index of that message; `roles[i]` is the role of plan
+    message i. A fact is attributed to the side that said its message: the answer carries no
+    speaker of its own, which saves generated tokens (`ground_facts` corrects the message)."""
+    facts = []
+    for key, raw in answer.items():
+        number = int(key) if isinstance(key, str) and key.isascii() and key.isdigit() else 0
+        if not 1 <= number <= len(shown_messages) or not isinstance(raw, list):
+            continue
+        source = shown_messages[number - 1]
+        side = roles[source] if roles[source] in ATTRIBUTIONS else None
+        for item in raw:
+            text = _clean_text(item)
+            if text:
+                facts.append(Fact(text=text, attributed_to=side, sources=(source,)))
+    return facts
+
+
+@dataclass(frozen=True)
+class AdmissionContext:
+    """What admission needs to know about the scope and the call."""
+
+    messages: Sequence[NewMessage]  # the plan's messages
+    # embeddings of the scope's memories most similar to the new messages (`existing_memories`)
+    existing_vectors: np.ndarray
+    existing_hashes: frozenset[str]  # hashes of the scope's active memories among the candidates
+    metadata: Mapping[str, Any]
+    expiration_date: str | None = None
+    new_id: Callable[[], str] = lambda: str(uuid.uuid4())
+
+
+def admit(facts: Sequence[Fact], vectors: np.ndarray, ctx: AdmissionContext) -> Admission:
+    """Decide which facts become memories; `vectors[i]` is the unit embedding of facts[i]."""
+    out = Admission()
+    kept_hashes: set[str] = set()
+    kept_vectors: list[np.ndarray] = []
+    for fact, vector in zip(facts, vectors, strict=True):
+        digest = fact_hash(fact.text)
+        if digest in ctx.existing_hashes or digest in kept_hashes:
+            out.dropped.append((fact.text, "duplicate"))
+            continue
+        existing = _similarities(vector, ctx.existing_vectors)
+        batch = _similarities(vector, np.asarray(kept_vectors)) if kept_vectors else existing[:0]
+        if max(existing.max(initial=-1.0), batch.max(initial=-1.0)) >= NEAR_DUPLICATE_THRESHOLD:
+            out.dropped.append((fact.text, "near duplicate"))
+            continue
+        memory = _new_memory(fact, digest, vector, ctx)
+        kept_hashes.add(digest)
+        kept_vectors.append(vector)
+        out.memories.append(memory)
+        out.results.append({"id": memory.id, "memory": memory.text, "event": "ADD"})
+    return out
+
+
+def _similarities(vector: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    if matrix.size == 0:
+        return np.zeros(0, dtype=np.float32)
+    return np.asarray(matrix, dtype=np.float32) @ np.asarray(vector, dtype=np.float32)
+
+
+def _new_memory(fact: Fact, digest: str, vector: np.ndarray, ctx: AdmissionContext) -> NewMemory:
+    sources = [ctx.messages[i] for i in fact.sources]
+    speakers = {m.name for m in sources if m.role == fact.attributed_to and m.name is not None}
+    stamps = [m.observed_at for m in sources if m.observed_at is not None]
+    return NewMemory(
+        id=ctx.new_id(),
+        text=fact.text,
+        hash=digest,
+        vector=vector,
+        keyword_text=keyword_text(fact.text),
+        metadata=dict(ctx.metadata),
+        actor_id=speakers.pop() if len(speakers) == 1 else None,
+        attributed_to=fact.attributed_to,
+        observed_at=max(stamps) if stamps else None,
+        expiration_date=ctx.expiration_date,
+        source_messages=list(fact.sources),
+        supersedes=[],
+    )

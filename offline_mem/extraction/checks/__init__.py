@@ -1,0 +1,1 @@
+"""The checks a fact of the model's answer passes before admission (checks.py says how)."""

@@ -1,0 +1,248 @@
+"""An `add` with inference: read the scope, ask the extractor, admit, and return one write plan.
+
+Nothing here writes: the caller applies the returned `AddPlan` in one transaction. When the
+extractor fails, `ExtractionError` propagates before any write, so the file is unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from ..pinned.embedder import Embedder
+from ..pinned.entities import EntityExtractor
+from ..pinned.extractor import ExtractionOutput, Extractor
+from ..store.filters import compile_filters
+from ..store.records import AddPlan, MemoryRecord, MessageRecord, NewMemory, NewMessage
+from ..store.store import Store, keyword_text
+from ..validation import Scope
+from .admission import AdmissionContext, Fact, admit, fact_hash, read_facts
+from .checks.fact_dates import correct_fact_date
+from .checks.grounding import (
+    NAME_KINDS,
+    drop_context_copies,
+    drop_invented_names,
+    drop_name_only_facts,
+    drop_subject_swaps,
+    ground_facts,
+    name_the_user,
+    speaker_names,
+)
+from .checks.relative_dates import resolve_relative_dates
+from .procedural import PROCEDURAL_PROMPT_VERSION, build_procedural_prompt, render_summary
+from .prompts import (
+    MAX_EXISTING,
+    PROMPT_VERSION,
+    SHOW_MIN_SIMILARITY,
+    ExistingMemory,
+    PromptMessage,
+    day,
+    recent_window_start,
+)
+from .prompts import build_facts_prompt as build_prompt
+from .speakers import with_speakers
+from .supersession import check_supersessions
+
+
+@dataclass(frozen=True)
+class Models:
+    embedder: Embedder
+    extractor: Extractor
+    entities: EntityExtractor
+
+
+@dataclass(frozen=True)
+class AddRequest:
+    scope: Scope
+    messages: Sequence[NewMessage]  # every message of the call, stored as given
+    metadata: dict[str, Any]
+    expiration_date: str | None
+    instructions: str | None  # the call's `prompt`, else the config's custom_instructions
+    now: datetime
+    # An async add's job runs after its messages were stored: the scope's messages stored
+    # before this seq are its context, as they were for a synchronous add (None: all of them).
+    context_before: int | None = None
+
+
+def _prompt_message(message: NewMessage | MessageRecord) -> PromptMessage:
+    return PromptMessage(
+        role=message.role, content=message.content, name=message.name,
+        observed_at=message.observed_at,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Existing:
+    """The scope's memories most similar to an add's new messages, in the order they were
+    written (a stable order keeps more of the prompt in the KV cache)."""
+
+    records: list[MemoryRecord]  # up to MAX_EXISTING: duplicates and supersessions are sought here
+    shown: list[MemoryRecord]  # those at least SHOW_MIN_SIMILARITY alike: the prompt shows them
+
+
+def existing_memories(
+    store: Store, embedder: Embedder, scope: Scope, texts: Sequence[str], now: datetime
+) -> Existing:
+    """Up to MAX_EXISTING active, unexpired memories of the scope most similar to the new
+    messages. Only the similar enough are shown to the model: the rest cost ~13 prompt tokens
+    each on every add (~0.3 s at one thread) and, shown, invite the model to copy them; the
+    supersession check still considers all of them."""
+    where = compile_filters({k: v for k, v in scope.as_dict().items() if v is not None})
+    query = embedder.embed("\n".join(texts))
+    condition = store.search_filter(where, now=now)
+    hits = store.vector_candidates(query, where, condition, k=MAX_EXISTING)
+    records = sorted(
+        store.records_by_rowid(list(hits)).values(), key=lambda r: (r.created_at, r.rowid)
+    )
+    shown = [r for r in records if hits[r.rowid] >= SHOW_MIN_SIMILARITY]
+    return Existing(records=records, shown=shown)
+
+
+REPRODUCIBLE_SUFFIX = "+reproducible"
+
+
+def recorded_version(prompt_version: str, extractor: Extractor) -> str:
+    """The prompt version a memory records, marked when the extractor ran in reproducible mode
+    (every prompt evaluated from scratch), so an audit can tell which memories are replayable."""
+    return prompt_version + (REPRODUCIBLE_SUFFIX if extractor.reproducible else "")
+
+
+def plan_facts(
+    store: Store, models: Models, request: AddRequest
+) -> tuple[AddPlan, list[dict[str, Any]], ExtractionOutput | None]:
+    """The plan and Mem0-shaped results of an infer=True add, and the model call's figures."""
+    shown = [
+        i for i, m in enumerate(request.messages)
+        if m.role != "system" and m.extract and m.content.strip()
+    ]  # fmt: skip
+    plan = AddPlan(
+        scope=request.scope, messages=list(request.messages), memories=[],
+        embedder_sha256=models.embedder.identity.sha256,
+        extractor_sha256=models.extractor.identity.sha256,
+        prompt_version=recorded_version(PROMPT_VERSION, models.extractor),
+    )  # fmt: skip
+    if not shown:
+        return plan, [], None
+    before = request.context_before
+    count = store.message_count(request.scope, before=before)
+    stored_recent = store.recent_messages(
+        request.scope, count - recent_window_start(count), before=before
+    )
+    # who said each message, as the extractor sees it (speakers.py); the stored ones keep theirs
+    messages = with_speakers(request.messages, [m.content for m in stored_recent])
+    recent = with_speakers(stored_recent, [m.content for m in request.messages])
+    texts = [messages[i].content for i in shown]
+    existing = existing_memories(store, models.embedder, request.scope, texts, request.now)
+    prompt = build_prompt(
+        new_messages=[_prompt_message(messages[i]) for i in shown],
+        recent=[_prompt_message(m) for m in recent],
+        existing=[ExistingMemory(text=r.text, observed_at=r.observed_at) for r in existing.shown],
+        now=request.now,
+        instructions=request.instructions,
+    )
+    output = models.extractor.extract(prompt)
+    roles = [m.role for m in messages]
+    facts = read_facts(output.data, shown_messages=shown, roles=roles)
+    names = speaker_names(messages)
+    facts, misattributed = ground_facts(facts, messages, shown)
+    seen = [r.text for r in existing.records] + [m.content for m in recent]
+    facts, copied = drop_context_copies(facts, messages, shown, seen)
+    facts, invented = drop_invented_names(facts, messages, seen)
+    facts, swapped = drop_subject_swaps(
+        facts, messages, lambda texts: _names_in(models.entities, texts)
+    )
+    facts, name_only = drop_name_only_facts(facts, messages)
+    facts = [_with_absolute_dates(f, request) for f in name_the_user(facts, messages)]
+    if not facts:
+        return plan, [], output
+    old = existing.records
+    vectors = models.embedder.embed_batch([f.text for f in facts] + [r.text for r in old])
+    hashes = store.hashes_in_scope(request.scope, [fact_hash(f.text) for f in facts])
+    context = AdmissionContext(
+        messages=messages, existing_vectors=vectors[len(facts) :],
+        existing_hashes=frozenset(hashes), metadata=request.metadata,
+        expiration_date=request.expiration_date,
+    )  # fmt: skip
+    admission = admit(facts, vectors[: len(facts)], context)
+    admission.dropped.extend(misattributed + copied + invented + swapped + name_only)
+    check_supersessions(
+        models.extractor, admission, old, vectors[len(facts) :],
+        now_day=day(request.now), instructions=request.instructions,
+        names=names,
+    )  # fmt: skip
+    _attach_entities(models.entities, admission.memories)
+    plan.memories.extend(admission.memories)
+    return plan, admission.results, output
+
+
+def _names_in(entities: EntityExtractor, texts: Sequence[str]) -> list[list[str]]:
+    return [
+        [m.name for m in mentions if m.kind in NAME_KINDS]
+        for mentions in entities.extract_batch(texts)
+    ]
+
+
+def _with_absolute_dates(fact: Fact, request: AddRequest) -> Fact:
+    """The fact with "yesterday", "last week", ... resolved against its messages' date (else the
+    add's date): a 1.5B model often leaves them, and they mean nothing a month later. A date the
+    model resolved itself is checked against its messages' phrase (`fact_dates`)."""
+    stamps = [request.messages[i].observed_at for i in fact.sources]
+    known = [s for s in stamps if s is not None]
+    observed = datetime.fromisoformat(max(known)).date() if known else request.now.date()
+    sources = [request.messages[i].content for i in fact.sources]
+    text = resolve_relative_dates(correct_fact_date(fact.text, sources, observed), observed)
+    return fact if text == fact.text else replace(fact, text=text)
+
+
+def plan_procedural(
+    store: Store, models: Models, request: AddRequest
+) -> tuple[AddPlan, list[dict[str, Any]], ExtractionOutput]:
+    """One summary memory of an agent's run; `request.instructions` replaces the system prompt."""
+    plan = AddPlan(
+        scope=request.scope, messages=list(request.messages), memories=[],
+        embedder_sha256=models.embedder.identity.sha256,
+        extractor_sha256=models.extractor.identity.sha256,
+        prompt_version=recorded_version(PROCEDURAL_PROMPT_VERSION, models.extractor),
+    )  # fmt: skip
+    prompt = build_procedural_prompt(
+        [_prompt_message(m) for m in request.messages if m.content.strip()],
+        system_prompt=request.instructions,
+    )
+    output = models.extractor.extract(prompt)
+    text = render_summary(output.data)
+    digest = fact_hash(text)
+    if not text or store.hashes_in_scope(request.scope, [digest]):
+        return plan, [], output
+    vector: np.ndarray = models.embedder.embed(text)
+    memory = NewMemory(
+        id=_new_id(), text=text, hash=digest, vector=vector, keyword_text=keyword_text(text),
+        metadata=dict(request.metadata), role="assistant", attributed_to="assistant",
+        memory_type="procedural_memory", observed_at=_latest(request.messages),
+        expiration_date=request.expiration_date,
+        source_messages=list(range(len(request.messages))),
+    )  # fmt: skip
+    _attach_entities(models.entities, [memory])
+    plan.memories.append(memory)
+    return plan, [{"id": memory.id, "memory": text, "event": "ADD"}], output
+
+
+def _attach_entities(entities: EntityExtractor, memories: Sequence[NewMemory]) -> None:
+    for memory, mentions in zip(
+        memories, entities.extract_batch([m.text for m in memories]), strict=True
+    ):
+        memory.entities = list(mentions)
+
+
+def _latest(messages: Sequence[NewMessage]) -> str | None:
+    stamps = [m.observed_at for m in messages if m.observed_at is not None]
+    return max(stamps) if stamps else None
+
+
+def _new_id() -> str:
+    import uuid
+
+    return str(uuid.uuid4())

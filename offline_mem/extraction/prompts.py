@@ -1,0 +1,232 @@
+"""The fact-extraction prompt and the schema of its answer. Pure: no I/O, no clock.
+
+Layout, most stable first, so that llama.cpp's KV cache serves the longest possible prefix:
+the static instructions and examples (identical on every call), then the caller's custom
+instructions (fixed for a `Memory`), then the scope's recent messages, the existing memories
+similar to the new messages, and last the new messages with their date. The model never sees a
+memory id.
+
+The prompt holds no clock reading: with timestamps on the messages it is a function of the data
+alone, so a run gives the same memories whatever day it runs (today's date is shown only for
+messages that carry no timestamp).
+
+The recent messages are a window that only grows between jumps (`recent_window_start`): one add's
+prompt starts with the previous add's prompt up to the end of its recent messages, so the KV cache
+serves them. A sliding window of the last ten would change its first line on every add and
+re-evaluate everything after the system message (measured on the side-by-side benchmark: ~400
+prompt tokens per add, 8 s of a 15 s add at one thread).
+
+The answer (facts-4) is an object from the number of a new message to the texts of the facts it
+states, nothing else: at one thread every generated token costs ~55 ms, as much as ~3 prompt
+tokens. Measured on the side-by-side benchmark's adds against facts-3 (a list of objects with
+"text", "from_messages" and "supersedes"): ~61 generated tokens per add, 39 of them JSON keys and
+links, against ~30 now. Who said a fact follows from its message; which memory it supersedes is
+asked afterwards, one pair at a time (`supersession.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ..pinned.extractor import Prompt
+
+PROMPT_VERSION = "facts-5"  # facts-4 with a worked example free of benchmark names
+
+MAX_FACTS = 6  # facts per answer (two messages rarely hold more)
+MAX_FACT_CHARS = 200
+# Existing memories retrieved for an add: the most similar to the new messages. Each one shown is
+# ~13 prompt tokens evaluated on every add (the list changes with the messages, so the KV cache
+# cannot serve it), so only those at least SHOW_MIN_SIMILARITY alike are shown.
+MAX_EXISTING = 6
+SHOW_MIN_SIMILARITY = 0.3  # all-MiniLM-L6-v2 cosine to the new messages
+# The recent messages shown: all since the window's start, which moves RECENT_STEP messages at a
+# time and leaves at least RECENT_MIN messages; so between RECENT_MIN and RECENT_MIN+RECENT_STEP-1.
+RECENT_MIN = 4
+RECENT_STEP = 8
+MAX_RECENT = RECENT_MIN + RECENT_STEP - 1
+RECENT_CHARS = 300  # each recent message is cut to this (as Mem0)
+NEW_MESSAGE_CHARS = 4000  # each new message is cut to this
+# Bounds the answer: 6 facts x (200 chars ~ 50 tokens + ~20 tokens of JSON keys) = ~420.
+FACTS_MAX_TOKENS = 512
+
+
+def facts_schema(new_messages: int) -> dict[str, Any]:
+    """The answer: an object keyed by the number of each new message that states facts, each
+    holding the list of those facts. Keys are optional and in order, so an answer with nothing
+    new is {}."""
+    facts = {
+        "type": "array",
+        "maxItems": MAX_FACTS,
+        "items": {"type": "string", "minLength": 1, "maxLength": MAX_FACT_CHARS},
+    }
+    return {
+        "type": "object",
+        "properties": {str(n): facts for n in range(1, new_messages + 1)},
+        "additionalProperties": False,
+    }
+
+
+FACTS_INSTRUCTIONS = """\
+You are a careful note-taker for a personal assistant. You read the NEW MESSAGES of a \
+conversation and write down every fact worth remembering about the user: who they are, where \
+they live and work, people and pets in their life, plans and dates, preferences, habits, health, \
+goals, possessions, and anything the assistant did or promised for them.
+
+Rules:
+1. Take facts only from the NEW MESSAGES. Recent messages and existing memories are context.
+2. Each fact is one short, self-contained sentence in the third person. Call the user "User" \
+and use names, never pronouns like "he", "she", "it", "they", "I" or "my".
+3. Write one fact per piece of information; keep specific names, numbers and places.
+4. Write dates as absolute dates: resolve "today", "yesterday", "last week", "next Friday" \
+against the date of the new messages.
+5. When something changed (a move, a new job, a new preference, a plan cancelled or moved), \
+write the new state ("User lives in Porto"), not the old one.
+6. Skip greetings, thanks, small talk, questions without facts and general advice. Do not \
+repeat a fact that an existing memory or a recent message already states.
+7. Answer with one JSON object: the number of each new message that states facts, with the \
+list of its facts. Leave out messages without facts; if there is nothing new, answer {}.
+
+Example 1.
+Recent messages (context only):
+- [2024-06-01 (Saturday)] user: I finally finished the marathon!
+- assistant: Congratulations!
+Existing memories:
+0. User works as a nurse at Santo António hospital.
+1. User has a cat named Mia.
+New messages (2024-06-05 (Wednesday)):
+1. user: Hi! Since last month I live in Porto and work at São João hospital. Mia loves the new \
+flat. My sister Ana visits on Sunday.
+2. assistant: Nice! Enjoy the visit.
+Answer:
+{"1": ["User lives in Porto since May 2024.", "User works as a nurse at São João hospital.", \
+"User's sister is named Ana.", "Ana visits User on Sunday 9 June 2024."]}
+(The cat Mia is already memory 1 and the marathon is a recent message, so neither is repeated; \
+the assistant's reply holds no fact, so message 2 is left out.)
+
+Example 2.
+New messages:
+1. user: Hello, how are you today?
+2. assistant: I'm fine, thanks! How can I help you?
+Answer:
+{}"""
+
+
+@dataclass(frozen=True)
+class PromptMessage:
+    """A message as shown to the model."""
+
+    role: str
+    content: str
+    name: str | None = None
+    observed_at: str | None = None  # ISO 8601
+
+
+@dataclass(frozen=True)
+class ExistingMemory:
+    """An existing memory as shown to the model, under the alias that is its list position."""
+
+    text: str
+    observed_at: str | None = None
+
+
+def day(moment: str | datetime | None) -> str | None:
+    """The calendar day of an ISO timestamp, with its weekday: '2024-06-05 (Wednesday)'."""
+    if moment is None:
+        return None
+    value = datetime.fromisoformat(moment) if isinstance(moment, str) else moment
+    return f"{value.date().isoformat()} ({value.strftime('%A')})"
+
+
+def _cut(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _speaker(message: PromptMessage) -> str:
+    return message.role if message.name is None else f"{message.role} ({message.name})"
+
+
+def facts_system_prompt(instructions: str | None) -> str:
+    """The fixed rules, then the caller's instructions; also the system message of the
+    supersession check, so both kinds of call share this prefix in the KV cache."""
+    if instructions and instructions.strip():
+        return (
+            FACTS_INSTRUCTIONS
+            + "\n\nAdditional instructions from the application:\n"
+            + instructions.strip()
+        )
+    return FACTS_INSTRUCTIONS
+
+
+def recent_window_start(count: int) -> int:
+    """The position (0-based, in the scope's message order) of the first recent message shown,
+    when the scope holds `count` messages before this add. It moves RECENT_STEP messages at a
+    time, so consecutive adds show the same first messages and the KV cache serves them."""
+    return max(0, (count - RECENT_MIN) // RECENT_STEP * RECENT_STEP)
+
+
+def _stamped(messages: Sequence[PromptMessage]) -> list[tuple[str, PromptMessage]]:
+    """Each message with its day in brackets when the day differs from the previous message's:
+    a line's stamp depends only on the lines above it, so the text above stays the same."""
+    out, previous = [], None
+    for message in messages:
+        today = day(message.observed_at)
+        out.append((f"[{today}] " if today and today != previous else "", message))
+        previous = today or previous
+    return out
+
+
+def build_facts_prompt(
+    *,
+    new_messages: Sequence[PromptMessage],
+    recent: Sequence[PromptMessage],
+    existing: Sequence[ExistingMemory],
+    now: datetime,
+    instructions: str | None = None,
+) -> Prompt:
+    """The extraction prompt. `recent` are the scope's messages since `recent_window_start`;
+    `existing[i]` is shown as memory i; `new_messages[i]` as message i + 1; `now` dates the new
+    messages that carry no timestamp. `instructions` (the config's custom_instructions or the
+    call's `prompt`) are added after the fixed rules."""
+    system = facts_system_prompt(instructions)
+    parts = ["Recent messages (context only):"]
+    shown = [m for m in recent if m.content.strip()][-MAX_RECENT:]
+    if shown:
+        parts += [f"- {stamp}{_speaker(m)}: {_cut(m.content, RECENT_CHARS)}"
+                  for stamp, m in _stamped(shown)]  # fmt: skip
+    else:
+        parts.append("(none)")
+    parts.append("\nExisting memories:")
+    if existing:
+        parts += [f"{i}. {_cut(m.text, 2 * MAX_FACT_CHARS)}" for i, m in enumerate(existing)]
+    else:
+        parts.append("(none)")
+    days = sorted({d for m in new_messages if (d := day(m.observed_at))})
+    if len(days) > 1:
+        parts.append("\nNew messages:")
+        numbered = _stamped(new_messages)
+    else:
+        parts.append(f"\nNew messages ({days[0] if days else day(now)}):")
+        numbered = [("", m) for m in new_messages]
+    for number, (stamp, message) in enumerate(numbered, start=1):
+        content = _cut(message.content, NEW_MESSAGE_CHARS)
+        parts.append(f"{number}. {stamp}{_speaker(message)}: {content}")
+    # The reminder sits next to the answer: without it the 1.5B model tends to re-copy the
+    # shown memories once there are several (measured: ~320 output tokens per add, 20 s).
+    parts.append(
+        "\nWrite only facts stated in the new messages above; never copy an existing memory, "
+        "write what changed."
+    )
+    parts.append("Answer:")
+    return Prompt(
+        kind="facts",
+        messages=(
+            {"role": "system", "content": system},
+            {"role": "user", "content": "\n".join(parts)},
+        ),
+        schema=facts_schema(len(new_messages)),
+        max_tokens=FACTS_MAX_TOKENS,
+    )

@@ -1,0 +1,327 @@
+"""One SQLite connection with sqlite-vec loaded, WAL mode, a busy timeout and `atomic()`.
+
+The stdlib `sqlite3` is used where it can load extensions; many Python builds (pyenv, macOS)
+cannot, and then `sqlean` — a drop-in DB-API driver that bundles SQLite — is used instead.
+Every statement goes through `Database.execute`, so a tracer sees (and tests can fail) each one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from types import ModuleType
+from typing import Any
+
+import sqlite_vec
+
+from ..errors import CorruptFileError, StoreError
+
+Tracer = Callable[[str, Sequence[Any]], None]
+
+
+def _stdlib_can_load_extensions() -> bool:
+    return hasattr(sqlite3.Connection, "enable_load_extension")
+
+
+def sqlite_driver() -> ModuleType:
+    """The DB-API module to use: stdlib sqlite3 when it can load extensions, else sqlean."""
+    if _stdlib_can_load_extensions():
+        return sqlite3
+    import sqlean
+
+    return sqlean
+
+
+def _is_corruption(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "not a database" in text or "malformed" in text or "corrupt" in text
+
+
+MIN_DATABASE_BYTES = 512  # SQLite's smallest page: a shorter non-empty file is a damaged one
+
+
+def _refuse_stub(path: str) -> None:
+    """SQLite treats some tiny files as empty databases and would silently start afresh."""
+    if path == ":memory:" or not os.path.isfile(path):
+        return
+    size = os.path.getsize(path)
+    if 0 < size < MIN_DATABASE_BYTES:
+        raise CorruptFileError(
+            f"{path!r} is not a readable memory file ({size} bytes: truncated or not a database); "
+            "restore it from a backup or point `path` at another file"
+        )
+
+
+def _refuse_foreign(conn: Any, path: str) -> None:
+    """A file with tables but without offline_mem's `migrations` table is not a memory file."""
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not tables:
+        return
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(migrations)")}
+    if columns != {"name", "applied_at"}:
+        shown = ", ".join(sorted(tables)[:5])
+        raise CorruptFileError(
+            f"{path!r} is an SQLite database of another application (tables: {shown}), not a "
+            "memory file; offline_mem leaves it untouched. Point `path` at another file"
+        )
+
+
+class Database:
+    """Connections in autocommit mode; transactions are explicit through `atomic()`.
+
+    Thread safety by design: each thread gets its own connection to the file, with its own
+    transaction state, so one thread's read snapshot never swallows another thread's write
+    (with one shared connection, a write started while another thread's read was open became a
+    savepoint inside it and was committed halfway by the read's COMMIT). Writes of one process
+    take `_write_lock` as well, so they queue in Python instead of polling SQLite's busy lock.
+    An in-memory database (":memory:") exists only inside its one connection: there every
+    statement and every transaction holds `_serial`, so threads take turns on it.
+    """
+
+    def __init__(self, path: str, *, busy_timeout_ms: int = 30_000) -> None:
+        self.path = path
+        self.driver = sqlite_driver()
+        self.tracer: Tracer | None = None
+        self.busy_timeout_ms = busy_timeout_ms
+        self._local = threading.local()
+        self._connections: dict[int, Any] = {}  # thread ident -> its connection
+        self._connections_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._memory = path == ":memory:"
+        self._serial: Any = threading.RLock() if self._memory else contextlib.nullcontext()
+        self._closed = False
+        _refuse_stub(path)
+        self._first = self._connect(first=True)
+
+    def _connect(self, *, first: bool) -> Any:
+        """A new connection with sqlite-vec loaded and the pragmas set; the first one also
+        checks the file and switches it to WAL."""
+        path = self.path
+        try:
+            # isolation_level=None: we issue BEGIN/COMMIT ourselves, never the driver.
+            conn = self.driver.connect(
+                path,
+                isolation_level=None,
+                timeout=self.busy_timeout_ms / 1000,
+                check_same_thread=False,
+            )
+        except self.driver.Error as exc:
+            raise StoreError(f"cannot open memory file {path!r}: {exc}") from exc
+        try:
+            conn.enable_load_extension(True)
+            sqlite_vec.load(conn)
+            conn.enable_load_extension(False)
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+            if first:
+                # Before anything writes (journal_mode writes the header): refuse another
+                # application's database rather than adding our tables to it.
+                _refuse_foreign(conn, path)
+                if not self._memory:
+                    conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(
+                "PRAGMA synchronous = NORMAL" if self._memory else "PRAGMA synchronous = FULL"
+            )
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except CorruptFileError:
+            conn.close()
+            raise
+        except self.driver.DatabaseError as exc:
+            conn.close()
+            if _is_corruption(exc):
+                raise CorruptFileError(
+                    f"{path!r} is not a readable memory file ({exc}); restore it from a backup "
+                    "or point `path` at another file"
+                ) from exc
+            raise StoreError(f"cannot open memory file {path!r}: {exc}") from exc
+        with self._connections_lock:
+            self._connections[threading.get_ident()] = conn
+        self._local.conn = conn
+        return conn
+
+    @property
+    def conn(self) -> Any:
+        """This thread's connection (the only one for ":memory:"), opened on first use."""
+        if self._memory:
+            return self._first
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            if self._closed:
+                raise StoreError(f"memory file {self.path!r} is closed")
+            self._close_dead_threads()
+            conn = self._connect(first=False)
+        return conn
+
+    def _close_dead_threads(self) -> None:
+        """Close the connections of threads that have ended (a thread pool's churn)."""
+        alive = {thread.ident for thread in threading.enumerate()}
+        with self._connections_lock:
+            dead = [ident for ident in self._connections if ident not in alive]
+            closing = [self._connections.pop(ident) for ident in dead]
+        for conn in closing:
+            if conn is not self._first:
+                conn.close()
+
+    @property
+    def _depth(self) -> int:
+        return getattr(self._local, "depth", 0)
+
+    @_depth.setter
+    def _depth(self, value: int) -> None:
+        self._local.depth = value
+
+    @property
+    def _writing(self) -> bool:
+        return getattr(self._local, "writing", False)
+
+    @_writing.setter
+    def _writing(self, value: bool) -> None:
+        self._local.writing = value
+
+    # -- statements -------------------------------------------------------------------------
+
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        """Driver errors about the file become typed: CorruptFileError when SQLite says the file
+        is damaged, StoreError otherwise (I/O, locks, read-only, sqlite-vec failures).
+        IntegrityError and ProgrammingError stay as they are: they mean a bug here, unless a
+        constraint failed because the file is damaged (a scribbled index page hides rows that a
+        foreign key still sees), which SQLite's quick_check then confirms."""
+        try:
+            yield
+        except self.driver.IntegrityError as exc:
+            if self._damaged():
+                raise CorruptFileError(f"memory file {self.path!r} is corrupted: {exc}") from exc
+            raise
+        except self.driver.ProgrammingError:
+            raise
+        except self.driver.DatabaseError as exc:
+            if _is_corruption(exc):
+                raise CorruptFileError(f"memory file {self.path!r} is corrupted: {exc}") from exc
+            raise StoreError(f"memory file {self.path!r}: {exc}") from exc
+
+    def _damaged(self) -> bool:
+        """Whether SQLite's quick_check finds the file damaged (only after an error: it reads
+        every page)."""
+        try:
+            rows = self.conn.execute("PRAGMA quick_check").fetchall()
+        except self.driver.DatabaseError:
+            return True
+        return rows != [("ok",)]
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        if self.tracer is not None:
+            self.tracer(sql, params)
+        with self._serial, self._translated():
+            return self.conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> Any:
+        if self.tracer is not None:
+            self.tracer(sql, rows)
+        with self._serial, self._translated():
+            return self.conn.executemany(sql, rows)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._serial:  # the rows are read (and can fail) after execute returns
+            cursor = self.execute(sql, params)
+            with self._translated():
+                return list(cursor.fetchall())
+
+    def query_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        with self._serial:
+            cursor = self.execute(sql, params)
+            with self._translated():
+                return cursor.fetchone()
+
+    def _raw(self, sql: str) -> None:
+        """A transaction-control statement that no tracer may fail."""
+        with self._serial, self._translated():
+            self.conn.execute(sql)
+
+    # -- transactions -----------------------------------------------------------------------
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """One transaction of this thread (SAVEPOINT when nested in its write); rolled back and
+        re-raised on any error.
+
+        BEGIN IMMEDIATE takes SQLite's write lock up front, so concurrent writers wait on the
+        busy timeout instead of failing with SQLITE_BUSY when a read transaction tries to
+        upgrade; the threads of this process queue on `_write_lock` first.
+        """
+        if getattr(self._local, "reading", False):
+            raise StoreError("a write cannot start inside this thread's read snapshot")
+        if self._depth:
+            with self._savepoint():
+                yield
+            return
+        with self._serial, self._write_lock:
+            self.execute("BEGIN IMMEDIATE")
+            self._depth = 1
+            self._writing = True
+            try:
+                yield
+                self.execute("COMMIT")
+            except BaseException:
+                if self.conn.in_transaction:
+                    self._raw("ROLLBACK")  # never traced: a rollback must not be failable
+                raise
+            finally:
+                self._depth = 0
+                self._writing = False
+
+    @contextmanager
+    def _savepoint(self) -> Iterator[None]:
+        name = f"sp{self._depth}"
+        self.execute(f"SAVEPOINT {name}")
+        self._depth += 1
+        try:
+            yield
+        except BaseException:
+            self._depth -= 1
+            self._raw(f"ROLLBACK TO {name}")
+            self._raw(f"RELEASE {name}")
+            raise
+        self._depth -= 1
+        self.execute(f"RELEASE {name}")
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def in_write(self) -> bool:
+        """Whether a write transaction (`atomic`) is open: reads then see uncommitted rows."""
+        return self._writing
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A read transaction of this thread: several SELECTs see one consistent state of the
+        file (inside this thread's write, the write's own state)."""
+        if self._depth:
+            yield
+            return
+        with self._serial:
+            self._raw("BEGIN")
+            self._depth = 1
+            self._local.reading = True
+            try:
+                yield
+            finally:
+                self._depth = 0
+                self._local.reading = False
+                self._raw("COMMIT")
+
+    def close(self) -> None:
+        """Close every thread's connection; the Database is unusable afterwards."""
+        self._closed = True
+        with self._connections_lock:
+            closing = {id(c): c for c in [self._first, *self._connections.values()]}
+            self._connections.clear()
+        for conn in closing.values():  # the first one too, if its thread has ended
+            conn.close()
+        self._local = threading.local()

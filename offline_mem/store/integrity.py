@@ -1,0 +1,342 @@
+"""`verify`: is a memory file sound? Read-only; every check reports what it found, by name.
+
+Checks: SQLite's own integrity and foreign-key checks; every memory row (active or superseded) has
+exactly one vector row and one keyword document in its user's partition; no vector, keyword,
+entity-link or provenance row points at a missing memory, message or entity; the keyword
+statistics (document lengths, document frequencies, partition totals) agree with the postings;
+every vector is unit-length; every indexed message has a vector and a keyword document, and the
+messages' keyword index is as sound as the memories'; the schema version and the
+embedder pinned in `meta` match this offline_mem and the configured embedder, and every memory
+was written by the pinned embedder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..pinned.embedder import EmbedderIdentity
+from .db import Database
+from .keyword_index import MEMORY_KEYWORDS, MESSAGE_KEYWORDS, KeywordTables
+from .messages import is_indexed_message
+from .migrations import SCHEMA_VERSION
+
+MAX_LISTED = 20  # problems listed per check; the rest are counted
+
+
+@dataclass(frozen=True)
+class Problem:
+    check: str
+    detail: str
+
+
+@dataclass
+class VerifyReport:
+    path: str
+    checks: list[str] = field(default_factory=list)  # the checks that ran, in order
+    problems: list[Problem] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # check -> why it could not run
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def problems_of(self, check: str) -> list[Problem]:
+        return [p for p in self.problems if p.check == check]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "ok": self.ok,
+            "checks": {name: [p.detail for p in self.problems_of(name)] for name in self.checks},
+            "skipped": dict(self.skipped),
+        }
+
+
+class _Checker:
+    def __init__(self, db: Database, report: VerifyReport) -> None:
+        self.db = db
+        self.report = report
+
+    def problems(self, check: str, details: list[str]) -> None:
+        listed = details[:MAX_LISTED]
+        self.report.problems += [Problem(check, d) for d in listed]
+        if len(details) > MAX_LISTED:
+            more = len(details) - MAX_LISTED
+            self.report.problems.append(Problem(check, f"... and {more} more"))
+
+
+def _sqlite(c: _Checker) -> None:
+    rows = [r[0] for r in c.db.query("PRAGMA integrity_check")]
+    c.problems("sqlite", [] if rows == ["ok"] else [f"integrity_check: {r}" for r in rows])
+    fks = c.db.query("PRAGMA foreign_key_check")
+    c.problems("sqlite", [f"foreign_key_check: {r[0]} row {r[1]} -> missing {r[2]}" for r in fks])
+
+
+def _memories(c: _Checker) -> dict[int, tuple[str, str]]:
+    """rowid -> (id, partition) of every memory row."""
+    return {
+        rowid: (mid, user or "")
+        for rowid, mid, user in c.db.query("SELECT rowid, id, user_id FROM memories")
+    }
+
+
+def _vectors(c: _Checker) -> None:
+    memories = _memories(c)
+    vectors = {
+        int(rowid): (user, blob)
+        for rowid, user, blob in c.db.query("SELECT rowid, user_id, embedding FROM memory_vectors")
+    }
+    details = [
+        f"memory {mid} has no vector row (memory_vectors)"
+        for rowid, (mid, _) in memories.items()
+        if rowid not in vectors
+    ]
+    details += [
+        f"vector row {rowid} belongs to no memory (orphan in memory_vectors)"
+        for rowid in vectors
+        if rowid not in memories
+    ]
+    for rowid, (user, blob) in vectors.items():
+        if rowid not in memories:
+            continue
+        mid, partition = memories[rowid]
+        if user != partition:
+            details.append(f"memory {mid}'s vector is in partition {user!r}, not {partition!r}")
+        norm = float(np.linalg.norm(np.frombuffer(bytes(blob), dtype=np.float32)))
+        if abs(norm - 1.0) > 1e-3:
+            details.append(f"memory {mid}'s vector has length {norm:.4f}, not 1")
+    c.problems("vectors", details)
+
+
+def _message_vectors(c: _Checker) -> None:
+    """Each indexed message has one unit vector in its user's partition (once the index is
+    complete), and no vector belongs to a missing or system message."""
+    state = c.db.query_one("SELECT value FROM meta WHERE key = 'message_vectors'")
+    complete = state is None or state[0] == "complete"
+    messages = {
+        int(seq): (mid, user or "", is_indexed_message(role, content))
+        for seq, mid, user, role, content in c.db.query(
+            "SELECT seq, id, user_id, role, content FROM messages"
+        )
+    }
+    details = []
+    seen = set()
+    for seq, user, blob in c.db.query("SELECT rowid, user_id, embedding FROM message_vectors"):
+        seq = int(seq)
+        seen.add(seq)
+        if seq not in messages:
+            details.append(f"message vector row {seq} belongs to no message (orphan)")
+            continue
+        mid, partition, indexed = messages[seq]
+        if not indexed:
+            details.append(f"message {mid} is a system or empty message but has a vector")
+        if user != partition:
+            details.append(f"message {mid}'s vector is in partition {user!r}, not {partition!r}")
+        norm = float(np.linalg.norm(np.frombuffer(bytes(blob), dtype=np.float32)))
+        if abs(norm - 1.0) > 1e-3:
+            details.append(f"message {mid}'s vector has length {norm:.4f}, not 1")
+    if complete:
+        details += [
+            f"message {mid} has no vector row (message_vectors)"
+            for seq, (mid, _, indexed) in messages.items()
+            if indexed and seq not in seen
+        ]
+    c.problems("message vectors", details)
+
+
+def _keyword_rows(c: _Checker) -> None:
+    memories = _memories(c)
+    c.problems("keyword rows", _index_rows(c, MEMORY_KEYWORDS, "memory", memories, True))
+
+
+def _message_keyword_rows(c: _Checker) -> None:
+    """As the memories' (each indexed message has one keyword row once the index is complete)."""
+    state = c.db.query_one("SELECT value FROM meta WHERE key = 'message_vectors'")
+    complete = state is None or state[0] == "complete"
+    messages = {
+        int(seq): (mid, user or "")
+        for seq, mid, user, role, content in c.db.query(
+            "SELECT seq, id, user_id, role, content FROM messages"
+        )
+        if is_indexed_message(role, content)
+    }
+    details = _index_rows(c, MESSAGE_KEYWORDS, "message", messages, complete)
+    c.problems("message keyword rows", details)
+
+
+def _index_rows(
+    c: _Checker,
+    t: KeywordTables,
+    kind: str,
+    owners: dict[int, tuple[str, str]],
+    required: bool,
+) -> list[str]:
+    """Keyword rows of index `t` against its indexed rows (key -> (id, partition)): one doc row
+    each (when `required`), none for a missing row, in the row's partition; no orphan postings."""
+    docs = dict(c.db.query(f"SELECT {t.key}, partition FROM {t.docs}"))
+    details = []
+    if required:
+        details += [
+            f"{kind} {mid} has no keyword row ({t.docs})"
+            for key, (mid, _) in owners.items()
+            if key not in docs
+        ]
+    details += [f"{t.docs} row for {kind} {r} belongs to no {kind} (orphan)" for r in docs
+                if r not in owners]  # fmt: skip
+    details += [
+        f"{kind} {owners[r][0]}'s keyword row is in partition {p!r}, not {owners[r][1]!r}"
+        for r, p in docs.items()
+        if r in owners and p != owners[r][1]
+    ]
+    for key, count in c.db.query(
+        f"SELECT {t.key}, count(*) FROM {t.postings} p WHERE NOT EXISTS "
+        f"(SELECT 1 FROM {t.docs} d WHERE d.{t.key} = p.{t.key} "
+        f"AND d.partition = p.partition) GROUP BY {t.key}"
+    ):
+        details.append(
+            f"{count} {t.postings} row(s) of {kind} {key} have no {t.docs} "
+            "row in their partition (orphans)"
+        )
+    return details
+
+
+def _keyword_stats(c: _Checker) -> None:
+    c.problems("keyword statistics", _index_stats(c, MEMORY_KEYWORDS))
+
+
+def _message_keyword_stats(c: _Checker) -> None:
+    c.problems("message keyword statistics", _index_stats(c, MESSAGE_KEYWORDS))
+
+
+def _index_stats(c: _Checker, t: KeywordTables) -> list[str]:
+    """Lengths, document frequencies and partition totals of index `t` agree with its rows."""
+    details = []
+    for key, length, total in c.db.query(
+        f"SELECT d.{t.key}, d.length, coalesce(sum(p.tf), 0) FROM {t.docs} d "
+        f"LEFT JOIN {t.postings} p ON p.{t.key} = d.{t.key} "
+        f"GROUP BY d.{t.key} HAVING d.length != coalesce(sum(p.tf), 0)"
+    ):
+        details.append(f"{t.docs} length {length} of {key} != its postings' {total}")
+    for partition, term, df, actual in c.db.query(
+        f"SELECT t.partition, t.term, t.df, (SELECT count(*) FROM {t.postings} p "
+        f"WHERE p.partition = t.partition AND p.term = t.term) AS n FROM {t.terms} t "
+        "WHERE t.df != n"
+    ):
+        details.append(f"term {term!r} in partition {partition!r}: df {df}, postings {actual}")
+    for partition, term in c.db.query(
+        f"SELECT DISTINCT p.partition, p.term FROM {t.postings} p WHERE NOT EXISTS "
+        f"(SELECT 1 FROM {t.terms} t WHERE t.partition = p.partition AND t.term = p.term)"
+    ):
+        details.append(f"term {term!r} in partition {partition!r} has postings but no df row")
+    stored = {
+        p: (d, n)
+        for p, d, n in c.db.query(f"SELECT partition, docs, total_length FROM {t.partitions}")
+    }
+    actual = {
+        p: (d, n)
+        for p, d, n in c.db.query(
+            f"SELECT partition, count(*), sum(length) FROM {t.docs} GROUP BY partition"
+        )
+    }
+    for partition in sorted(set(stored) | set(actual)):
+        have, want = stored.get(partition, (0, 0)), actual.get(partition, (0, 0))
+        if have != want:
+            details.append(f"partition {partition!r}: stored docs/length {have}, actual {want}")
+    return details
+
+
+def _links(c: _Checker) -> None:
+    details = [
+        f"entity_links row ({e}, {m}) points at a missing "
+        + ("memory" if missing_memory else "entity")
+        for e, m, missing_memory in c.db.query(
+            "SELECT l.entity_rowid, l.memory_rowid, m.rowid IS NULL FROM entity_links l "
+            "LEFT JOIN memories m ON m.rowid = l.memory_rowid "
+            "LEFT JOIN entities e ON e.rowid = l.entity_rowid "
+            "WHERE m.rowid IS NULL OR e.rowid IS NULL"
+        )
+    ]
+    details += [
+        f"provenance row ({m}, {s}) points at a missing " + ("memory" if no_memory else "message")
+        for m, s, no_memory in c.db.query(
+            "SELECT p.memory_rowid, p.message_seq, m.rowid IS NULL FROM provenance p "
+            "LEFT JOIN memories m ON m.rowid = p.memory_rowid "
+            "LEFT JOIN messages g ON g.seq = p.message_seq "
+            "WHERE m.rowid IS NULL OR g.seq IS NULL"
+        )
+    ]
+    c.problems("links", details)
+
+
+def _models(c: _Checker, embedder: EmbedderIdentity | None) -> None:
+    meta = dict(c.db.query("SELECT key, value FROM meta"))
+    details = []
+    if meta.get("schema_version") != str(SCHEMA_VERSION):
+        details.append(
+            f"schema version {meta.get('schema_version')!r}, this offline_mem "
+            f"writes {SCHEMA_VERSION}"
+        )
+    pinned = meta.get("embedder_sha256")
+    if pinned is None:
+        details.append("no embedder is pinned in meta")
+    elif embedder is not None and (pinned, meta.get("embedder_dimension")) != (
+        embedder.sha256,
+        str(embedder.dimension),
+    ):
+        details.append(
+            f"the file pins embedder {meta.get('embedder_name')!r} (sha256 {pinned}, "
+            f"{meta.get('embedder_dimension')} dims); the configured one is {embedder.name!r} "
+            f"(sha256 {embedder.sha256}, {embedder.dimension} dims)"
+        )
+    for sha, count in c.db.query(
+        "SELECT embedder_sha256, count(*) FROM memories WHERE embedder_sha256 IS NOT ? "
+        "GROUP BY embedder_sha256",
+        (pinned,),
+    ):
+        details.append(
+            f"{count} memor{'y' if count == 1 else 'ies'} written by another "
+            f"embedder (sha256 {sha}) than the pinned one"
+        )
+    c.problems("models", details)
+
+
+CHECKS: list[tuple[str, Callable[..., None]]] = [
+    ("sqlite", _sqlite),
+    ("vectors", _vectors),
+    ("message vectors", _message_vectors),
+    ("keyword rows", _keyword_rows),
+    ("keyword statistics", _keyword_stats),
+    ("message keyword rows", _message_keyword_rows),
+    ("message keyword statistics", _message_keyword_stats),
+    ("links", _links),
+    ("models", _models),
+]
+
+
+def verify_file(
+    db: Database,
+    *,
+    embedder: EmbedderIdentity | None,
+    embedder_unavailable: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> VerifyReport:
+    """Run every check over the file; `embedder` is the configured one (None: the pin is checked
+    for presence only, and `embedder_unavailable` says why)."""
+    report = VerifyReport(path=db.path)
+    checker = _Checker(db, report)
+    with db.snapshot():
+        for name, check in CHECKS:
+            if progress is not None:
+                progress(name)
+            report.checks.append(name)
+            if name == "models":
+                check(checker, embedder)
+            else:
+                check(checker)
+    if embedder is None and embedder_unavailable:
+        report.skipped["configured embedder"] = embedder_unavailable
+    return report

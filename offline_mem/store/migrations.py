@@ -1,0 +1,361 @@
+"""Named, append-only schema migrations. Never edit or reorder one that has shipped: add a new one.
+
+Each migration runs once, inside the opening transaction, and is recorded in `migrations`.
+`MigrationContext` carries what DDL needs to know (the embedder's dimension for the vector table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .db import Database
+
+
+@dataclass(frozen=True)
+class MigrationContext:
+    dimension: int
+
+
+def _m001_core(db: Database, ctx: MigrationContext) -> None:
+    db.execute(
+        """CREATE TABLE meta (
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        )"""
+    )
+    db.execute(
+        """CREATE TABLE memories (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            text TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            run_id TEXT,
+            scope TEXT NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            role TEXT,
+            actor_id TEXT,
+            attributed_to TEXT,
+            memory_type TEXT,
+            state TEXT NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'superseded')),
+            superseded_by TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT,
+            observed_at TEXT,
+            expiration_date TEXT,
+            embedder_sha256 TEXT NOT NULL,
+            extractor_sha256 TEXT,
+            prompt_version TEXT
+        )"""
+    )
+    db.execute("CREATE INDEX memories_user ON memories(user_id, state)")
+    db.execute("CREATE INDEX memories_agent ON memories(agent_id, state)")
+    db.execute("CREATE INDEX memories_run ON memories(run_id, state)")
+    db.execute("CREATE INDEX memories_scope_hash ON memories(scope, hash)")
+    # Vectors: rowid = memories.rowid. Partitioned by user_id ('' when none) so a user's
+    # search scans only that user's chunks; every other filter is applied inside the KNN
+    # through `rowid IN (SELECT ... FROM memories WHERE ...)`.
+    db.execute(
+        "CREATE VIRTUAL TABLE memory_vectors USING vec0("
+        "user_id TEXT PARTITION KEY, "
+        f"embedding FLOAT[{int(ctx.dimension)}] distance_metric=cosine)"
+    )
+    # Keyword index (see keyword_index.py): BM25 over lemmatised terms with per-partition
+    # statistics. No FTS5: its bm25() uses whole-file statistics, not the user's corpus.
+    db.execute(
+        """CREATE TABLE keyword_docs (
+            memory_rowid INTEGER PRIMARY KEY REFERENCES memories(rowid),
+            partition TEXT NOT NULL,
+            length INTEGER NOT NULL
+        )"""
+    )
+    db.execute(
+        """CREATE TABLE keyword_postings (
+            partition TEXT NOT NULL,
+            term TEXT NOT NULL,
+            memory_rowid INTEGER NOT NULL REFERENCES keyword_docs(memory_rowid),
+            tf INTEGER NOT NULL,
+            PRIMARY KEY (partition, term, memory_rowid)
+        ) WITHOUT ROWID"""
+    )
+    db.execute("CREATE INDEX keyword_postings_memory ON keyword_postings(memory_rowid)")
+    db.execute("CREATE INDEX keyword_postings_term ON keyword_postings(term)")
+    db.execute(
+        """CREATE TABLE keyword_terms (
+            partition TEXT NOT NULL,
+            term TEXT NOT NULL,
+            df INTEGER NOT NULL,
+            PRIMARY KEY (partition, term)
+        ) WITHOUT ROWID"""
+    )
+    db.execute("CREATE INDEX keyword_terms_term ON keyword_terms(term)")
+    db.execute(
+        """CREATE TABLE keyword_partitions (
+            partition TEXT PRIMARY KEY,
+            docs INTEGER NOT NULL,
+            total_length INTEGER NOT NULL
+        )"""
+    )
+    db.execute(
+        """CREATE TABLE entities (
+            rowid INTEGER PRIMARY KEY,
+            scope TEXT NOT NULL,
+            name TEXT NOT NULL,
+            norm TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            UNIQUE (scope, norm)
+        )"""
+    )
+    db.execute(
+        """CREATE TABLE entity_links (
+            entity_rowid INTEGER NOT NULL REFERENCES entities(rowid) ON DELETE CASCADE,
+            memory_rowid INTEGER NOT NULL REFERENCES memories(rowid) ON DELETE CASCADE,
+            PRIMARY KEY (entity_rowid, memory_rowid)
+        ) WITHOUT ROWID"""
+    )
+    db.execute("CREATE INDEX entity_links_memory ON entity_links(memory_rowid)")
+    db.execute(
+        """CREATE TABLE history (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            memory_id TEXT NOT NULL,
+            old_memory TEXT,
+            new_memory TEXT,
+            event TEXT NOT NULL CHECK (event IN ('ADD', 'UPDATE', 'DELETE', 'SUPERSEDE')),
+            related_memory_id TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT,
+            is_deleted INTEGER NOT NULL DEFAULT 0,
+            actor_id TEXT,
+            role TEXT
+        )"""
+    )
+    db.execute("CREATE INDEX history_memory ON history(memory_id, rowid)")
+    # Every message ever added, in insertion order: seq is AUTOINCREMENT, so it never repeats
+    # or goes backwards, and ordering never depends on timestamps.
+    db.execute(
+        """CREATE TABLE messages (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            scope TEXT NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            run_id TEXT,
+            role TEXT NOT NULL,
+            name TEXT,
+            content TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            observed_at TEXT
+        )"""
+    )
+    db.execute("CREATE INDEX messages_scope ON messages(scope, seq)")
+    db.execute(
+        """CREATE TABLE provenance (
+            memory_rowid INTEGER NOT NULL REFERENCES memories(rowid) ON DELETE CASCADE,
+            message_seq INTEGER NOT NULL REFERENCES messages(seq) ON DELETE CASCADE,
+            PRIMARY KEY (memory_rowid, message_seq)
+        ) WITHOUT ROWID"""
+    )
+    db.execute("CREATE INDEX provenance_message ON provenance(message_seq)")
+
+
+def _m002_message_vectors(db: Database, ctx: MigrationContext) -> None:
+    # Every non-system message is embedded, so the text behind the facts stays retrievable
+    # (`Memory.search_messages`). rowid = messages.seq; partitioned by user_id like memories.
+    db.execute(
+        "CREATE VIRTUAL TABLE message_vectors USING vec0("
+        "user_id TEXT PARTITION KEY, "
+        f"embedding FLOAT[{int(ctx.dimension)}] distance_metric=cosine)"
+    )
+    # A file that already holds messages gets their vectors from `Memory` when it opens
+    # (migrations run no model); until then the flag says the index is incomplete.
+    has_messages = db.query_one("SELECT 1 FROM messages LIMIT 1") is not None
+    db.execute(
+        "INSERT INTO meta (key, value) VALUES ('message_vectors', ?)",
+        ("pending" if has_messages else "complete",),
+    )
+
+
+def _m003_vector_changes(db: Database, ctx: MigrationContext) -> None:
+    # A log of which memories' vectors changed, written by triggers in the same transaction as
+    # the change, so the in-memory vector cache (vector_cache.py) of this or any other process
+    # can catch up by re-reading those rows alone. Every write to memory_vectors goes with an
+    # insert, a text update or a delete of the memory (vec0 tables take no triggers).
+    # Only the newest 50,000 entries are kept; a cache older than that reloads.
+    db.execute(
+        """CREATE TABLE vector_changes (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            partition TEXT NOT NULL,
+            memory_rowid INTEGER NOT NULL
+        )"""
+    )
+    db.execute("CREATE INDEX vector_changes_partition ON vector_changes(partition, seq)")
+    log = "INSERT INTO vector_changes (partition, memory_rowid) VALUES"
+    db.execute(
+        "CREATE TRIGGER memories_vector_insert AFTER INSERT ON memories BEGIN "
+        f"{log} (coalesce(NEW.user_id, ''), NEW.rowid); END"
+    )
+    db.execute(
+        "CREATE TRIGGER memories_vector_delete AFTER DELETE ON memories BEGIN "
+        f"{log} (coalesce(OLD.user_id, ''), OLD.rowid); END"
+    )
+    db.execute(
+        "CREATE TRIGGER memories_vector_update AFTER UPDATE OF text, user_id ON memories BEGIN "
+        f"{log} (coalesce(OLD.user_id, ''), OLD.rowid); "
+        f"{log} (coalesce(NEW.user_id, ''), NEW.rowid); END"
+    )
+    db.execute(
+        "CREATE TRIGGER vector_changes_prune AFTER INSERT ON vector_changes BEGIN "
+        "DELETE FROM vector_changes WHERE seq <= NEW.seq - 50000; END"
+    )
+
+
+def _m004_message_vectors_with_names(db: Database, ctx: MigrationContext) -> None:
+    # Message vectors are now made from "<name>: <content>" (store_messages.message_embedding_text).
+    # Vectors written before are dropped and rebuilt by `Memory` on open, like migration 002's.
+    has_messages = db.query_one("SELECT 1 FROM messages LIMIT 1") is not None
+    if has_messages:
+        db.execute("DELETE FROM message_vectors")
+    db.execute(
+        "INSERT INTO meta (key, value) VALUES ('message_vectors', ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        ("pending" if has_messages else "complete",),
+    )
+
+
+def _m005_message_metadata(db: Database, ctx: MigrationContext) -> None:
+    # What a message carried besides its text (image references, tool calls), as JSON; NULL
+    # when nothing (validation.normalize_messages).
+    db.execute("ALTER TABLE messages ADD COLUMN metadata TEXT")
+
+
+def _m006_message_keywords(db: Database, ctx: MigrationContext) -> None:
+    # A keyword index of the messages (keyword_index.MESSAGE_KEYWORDS), so `search` ranks a turn
+    # by its words as well as its vector. Its own corpus statistics: turns are longer than facts.
+    db.execute(
+        """CREATE TABLE message_keyword_docs (
+            message_seq INTEGER PRIMARY KEY REFERENCES messages(seq),
+            partition TEXT NOT NULL,
+            length INTEGER NOT NULL
+        )"""
+    )
+    db.execute(
+        """CREATE TABLE message_keyword_postings (
+            partition TEXT NOT NULL,
+            term TEXT NOT NULL,
+            message_seq INTEGER NOT NULL REFERENCES message_keyword_docs(message_seq),
+            tf INTEGER NOT NULL,
+            PRIMARY KEY (partition, term, message_seq)
+        ) WITHOUT ROWID"""
+    )
+    db.execute("CREATE INDEX message_keyword_postings_seq ON message_keyword_postings(message_seq)")
+    db.execute(
+        """CREATE TABLE message_keyword_terms (
+            partition TEXT NOT NULL,
+            term TEXT NOT NULL,
+            df INTEGER NOT NULL,
+            PRIMARY KEY (partition, term)
+        ) WITHOUT ROWID"""
+    )
+    db.execute(
+        """CREATE TABLE message_keyword_partitions (
+            partition TEXT PRIMARY KEY,
+            docs INTEGER NOT NULL,
+            total_length INTEGER NOT NULL
+        )"""
+    )
+    # Messages already in the file get their keyword rows from `Memory` when it opens, with
+    # the vectors: the message index is pending until every message has both.
+    if db.query_one("SELECT 1 FROM messages LIMIT 1") is not None:
+        db.execute(
+            "INSERT INTO meta (key, value) VALUES ('message_vectors', 'pending') "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+        )
+
+
+def _m007_extraction_jobs(db: Database, ctx: MigrationContext) -> None:
+    # The queue of `add(..., async_mode=True)` (store_jobs.py): the add commits its messages and
+    # one job row together; a worker claims the job (owner + lease), runs the extraction, and
+    # commits the memories with the job marked done in one transaction. Jobs of one scope run in
+    # seq order. `request` is JSON: the kind's inputs (message ids, metadata, the add's time).
+    db.execute(
+        """CREATE TABLE jobs (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            scope TEXT NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            run_id TEXT,
+            kind TEXT NOT NULL CHECK (kind IN ('facts', 'procedural')),
+            request TEXT NOT NULL,
+            state TEXT NOT NULL DEFAULT 'queued'
+                CHECK (state IN ('queued', 'running', 'done', 'failed')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            claims INTEGER NOT NULL DEFAULT 0,
+            error TEXT,
+            owner TEXT,
+            owner_host TEXT,
+            owner_pid INTEGER,
+            lease_until REAL,
+            not_before REAL,
+            results TEXT,
+            created_at TEXT NOT NULL,
+            started_at TEXT,
+            finished_at TEXT
+        )"""
+    )
+    db.execute("CREATE INDEX jobs_state ON jobs(state, seq)")
+    db.execute("CREATE INDEX jobs_scope ON jobs(scope, seq)")
+
+
+Migration = Callable[[Database, MigrationContext], None]
+
+MIGRATIONS: list[tuple[str, Migration]] = [
+    ("001_core", _m001_core),
+    ("002_message_vectors", _m002_message_vectors),
+    ("003_vector_changes", _m003_vector_changes),
+    ("004_message_vectors_with_names", _m004_message_vectors_with_names),
+    ("005_message_metadata", _m005_message_metadata),
+    ("006_message_keywords", _m006_message_keywords),
+    ("007_extraction_jobs", _m007_extraction_jobs),
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def applied_migrations(db: Database) -> list[str]:
+    exists = db.query_one(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'"
+    )
+    if not exists:
+        return []
+    return [row[0] for row in db.query("SELECT name FROM migrations ORDER BY rowid")]
+
+
+def migrate(db: Database, ctx: MigrationContext) -> list[str]:
+    """Apply the migrations this file lacks, in order; returns their names. Call inside atomic()."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
+    done = set(applied_migrations(db))
+    unknown = done - {name for name, _ in MIGRATIONS}
+    if unknown:
+        from ..errors import SchemaVersionError
+
+        raise SchemaVersionError(
+            f"the memory file has migrations this offline_mem does not know: {sorted(unknown)}; "
+            "upgrade offline_mem to open it"
+        )
+    applied = []
+    for name, step in MIGRATIONS:
+        if name in done:
+            continue
+        step(db, ctx)
+        db.execute(
+            "INSERT INTO migrations (name, applied_at) VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ'))",
+            (name,),
+        )
+        applied.append(name)
+    return applied
