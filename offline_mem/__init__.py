@@ -23,7 +23,8 @@ from .errors import (
     ValidationError,
 )
 from .memory import Memory
-from .pinned.embedder import Embedder, EmbedderIdentity
+from .pinned.embedder import Embedder
+from .values import EmbedderIdentity
 
 if TYPE_CHECKING:
     from .async_memory import AsyncMemory

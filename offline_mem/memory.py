@@ -7,7 +7,6 @@ get_all, search, search_messages, history) are in memory_reads.py.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import uuid
 from collections.abc import Sequence
@@ -31,7 +30,6 @@ from .store.store import Store, keyword_text
 from .timeutil import iso, parse_datetime, parse_expiration, utc_now
 from .validation import (
     Message,
-    Scope,
     Skipped,
     check_memory_id,
     check_metadata,
@@ -40,16 +38,12 @@ from .validation import (
     normalize_messages,
     reject_unknown_kwargs,
 )
+from .values import EmbedderIdentity, Scope, content_hash
 
 if TYPE_CHECKING:
     from .extraction.inference import AddRequest
 
 _UNSET: Any = Ellipsis
-
-
-def content_hash(text: str) -> str:
-    """Mem0 uses MD5 of the text; so do we, for compatible `hash` values."""
-    return hashlib.md5(text.encode("utf-8")).hexdigest()
 
 
 def _reported(result: dict[str, Any], skipped: Sequence[Skipped]) -> dict[str, Any]:
@@ -111,7 +105,7 @@ class Memory(MemoryReads, MemoryJobs):
         return cls(MemoryConfig.from_dict(config))
 
     def _load_embedder(self) -> Embedder:
-        from .pinned.embedder import EmbedderIdentity, SentenceTransformerEmbedder
+        from .pinned.embedder import SentenceTransformerEmbedder
         from .pinned.model_files import model_identity, verified_model_dir
 
         name = self.config.embedder

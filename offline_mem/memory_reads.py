@@ -19,11 +19,10 @@ from .retrieval.references import Candidate, find_references, resolve_query
 from .retrieval.search import SearchOutcome, SearchRequest, overfetch, search_memories
 from .store.filters import compile_filters
 from .store.messages import MessageHit, StoredMessage, message_item
-from .store.records import EntityMention, MemoryRecord
+from .store.records import MemoryRecord
 from .store.store import Store
 from .timeutil import is_expired, utc_now
 from .validation import (
-    Scope,
     check_memory_id,
     check_offset,
     check_text,
@@ -32,6 +31,7 @@ from .validation import (
     make_scope,
     reject_unknown_kwargs,
 )
+from .values import EntityMention, Scope
 
 DEFAULT_SEARCH_THRESHOLD = 0.1
 # How many first results a relational reference is resolved from: the memory naming "Tiago's

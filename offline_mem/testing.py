@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .pinned.embedder import Embedder, EmbedderIdentity, normalize_rows
+from .pinned.embedder import Embedder, normalize_rows
+from .values import EmbedderIdentity
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -49,7 +50,7 @@ from typing import Any  # noqa: E402
 from .pinned.entities import EntityExtractor, unique_mentions  # noqa: E402
 from .pinned.entities import _mention as _entity_mention  # noqa: E402
 from .pinned.extractor import ExtractionOutput, Extractor, ExtractorIdentity, Prompt  # noqa: E402
-from .store.records import EntityMention  # noqa: E402
+from .values import EntityMention  # noqa: E402
 
 Script = dict[str, Any] | BaseException | Callable[[Prompt], dict[str, Any]]
 

@@ -13,35 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ScopeRequiredError, ValidationError
+from .values import Scope
 
 log = logging.getLogger(__name__)
 
-SCOPE_KEYS = ("user_id", "agent_id", "run_id")
 MESSAGE_ROLES = ("system", "user", "assistant", "tool")
 MAX_TEXT_CHARS = 100_000
 MAX_ID_CHARS = 256
 RESERVED_METADATA_KEYS = ("user_id", "agent_id", "run_id", "actor_id")
-
-
-@dataclass(frozen=True)
-class Scope:
-    """The owner of a memory: any non-empty combination of user, agent and run ids."""
-
-    user_id: str | None = None
-    agent_id: str | None = None
-    run_id: str | None = None
-
-    @property
-    def key(self) -> str:
-        """A canonical string naming exactly this combination (for messages and entities)."""
-        parts = {k: v for k, v in self.as_dict().items() if v is not None}
-        return json.dumps(parts, sort_keys=True, separators=(",", ":"))
-
-    def as_dict(self) -> dict[str, str | None]:
-        return {"user_id": self.user_id, "agent_id": self.agent_id, "run_id": self.run_id}
-
-    def is_empty(self) -> bool:
-        return self.user_id is None and self.agent_id is None and self.run_id is None
 
 
 def check_encodable(value: str, name: str) -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from offline_mem.store.db import Database
-from offline_mem.validation import Scope
+from offline_mem.values import Scope
 
 
 def open_db(path: str) -> Database:

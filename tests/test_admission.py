@@ -2,26 +2,27 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from offline_mem.extraction.admission import (
     NEAR_DUPLICATE_THRESHOLD,
     AdmissionContext,
     admit,
-    fact_hash,
     read_facts,
 )
 from offline_mem.extraction.checks.content_words import share_a_content_word
-from offline_mem.memory import content_hash
 from offline_mem.store.records import MemoryRecord, NewMessage
 from offline_mem.testing import FakeEmbedder, answer
+from offline_mem.values import content_hash
 
 EMBED = FakeEmbedder()
 
 
 def record(i: int, text: str) -> MemoryRecord:
     return MemoryRecord(
-        rowid=i + 1, id=f"mem-{i}", text=text, hash=fact_hash(text), user_id="u", agent_id=None,
+        rowid=i + 1, id=f"mem-{i}", text=text, hash=content_hash(text), user_id="u", agent_id=None,
         run_id=None, metadata={}, role=None, actor_id=None, attributed_to="user",
         memory_type=None, state="active", superseded_by=None, created_at="2024-01-01T00:00:00",
         updated_at=None, observed_at=None, expiration_date=None,
@@ -48,8 +49,12 @@ def run(reply: dict, *, existing_hashes: frozenset[str] = frozenset(), shown=SHO
     return facts, admit(facts, vectors, ctx)
 
 
-def test_fact_hash_is_mem0_content_hash():
-    assert fact_hash("User likes tea.") == content_hash("User likes tea.")
+def test_the_hash_admission_uses_is_mem0_content_hash():
+    """One content hash (values.content_hash): admission's duplicate check and a raw add's both
+    use it, and it is Mem0's: the MD5 of the UTF-8 text."""
+    assert content_hash("User likes tea.") == hashlib.md5(b"User likes tea.").hexdigest()
+    _, out = run(answer("User likes tea."))
+    assert [m.hash for m in out.memories] == [content_hash("User likes tea.")]
 
 
 def test_message_numbers_map_to_plan_indexes_and_the_side_that_said_them():
@@ -88,7 +93,7 @@ def test_admission_builds_memory_and_results():
 
 def test_exact_duplicates_against_scope_and_batch():
     reply = answer("User likes tea.", "User likes tea.", "User likes jazz.")
-    _, out = run(reply, existing_hashes=frozenset({fact_hash("User likes jazz.")}))
+    _, out = run(reply, existing_hashes=frozenset({content_hash("User likes jazz.")}))
     assert [m.text for m in out.memories] == ["User likes tea."]
     assert out.dropped == [("User likes tea.", "duplicate"), ("User likes jazz.", "duplicate")]
 

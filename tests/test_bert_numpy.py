@@ -22,8 +22,9 @@ import pytest
 from offline_mem.pinned.bert_layout import UnsupportedLayout, read_layout
 from offline_mem.pinned.bert_numpy import NumpyBertEncoder, _gelu, load_encoder
 from offline_mem.pinned.blas_threads import one_blas_thread
-from offline_mem.pinned.embedder import EmbedderIdentity, SentenceTransformerEmbedder
+from offline_mem.pinned.embedder import SentenceTransformerEmbedder
 from offline_mem.pinned.model_files import model_identity, verified_model_dir
+from offline_mem.values import EmbedderIdentity
 
 NAME = "all-MiniLM-L6-v2"
 TOLERANCE = 1e-5

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from offline_mem import EmbedderMismatchError, Memory
-from offline_mem.pinned.embedder import EmbedderIdentity, SentenceTransformerEmbedder
+from offline_mem.pinned.embedder import SentenceTransformerEmbedder
 from offline_mem.pinned.model_files import model_identity, verified_model_dir
 from offline_mem.testing import FakeEmbedder
+from offline_mem.values import EmbedderIdentity
 
 pytestmark = pytest.mark.real_model
 

@@ -38,9 +38,9 @@ def test_spacy_entities_from_the_verified_folder(spacy_entities):
 
 @pytest.mark.real_model
 def test_query_path_skips_the_recogniser_but_keeps_analysis_and_names(spacy_entities):
-    """Search parses queries without spaCy's NER (nlp.QUERY_SKIPS). Keyword terms and tokens
-    must not change, names must still be found, and the cheaper doc must never be handed to a
-    write asking for the same text."""
+    """Search parses queries without spaCy's NER (spacy_pipeline.QUERY_SKIPS). Keyword terms and
+    tokens must not change, names must still be found, and the cheaper doc must never be handed
+    to a write asking for the same text."""
     from offline_mem.pinned.nlp import SpacyAnalyzer
 
     analyzer = SpacyAnalyzer(resolve_models_dir() / DEFAULT_NLP)

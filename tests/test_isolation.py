@@ -35,7 +35,7 @@ from invariants import table_dump, violations
 from offline_mem import Memory
 from offline_mem.errors import MemoryNotFoundError
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer, changed_when
-from offline_mem.validation import Scope
+from offline_mem.values import Scope
 
 EXAMPLES = int(os.environ.get("OFFLINE_MEM_FUZZ_EXAMPLES", "100")) // 2
 SCOPES: list[dict[str, str]] = [

@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 from offline_mem import Memory
-from offline_mem.pinned.embedder import Embedder, EmbedderIdentity
+from offline_mem.pinned.embedder import Embedder
 from offline_mem.store.filters import compile_filters
 from offline_mem.store.vector_cache import VectorCache, read_partition_plain, read_partition_shadow
+from offline_mem.values import EmbedderIdentity
 
 DIM = 48
 

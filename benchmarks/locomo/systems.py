@@ -256,8 +256,9 @@ def _observed_day(item: dict[str, Any]) -> str | None:
 
 
 def load_pinned_embedder(name: str = "all-MiniLM-L6-v2") -> Any:
-    from offline_mem.pinned.embedder import EmbedderIdentity, SentenceTransformerEmbedder
+    from offline_mem.pinned.embedder import SentenceTransformerEmbedder
     from offline_mem.pinned.model_files import model_identity, verified_model_dir
+    from offline_mem.values import EmbedderIdentity
 
     ident = model_identity(name)
     identity = EmbedderIdentity(name=name, sha256=ident.sha256, dimension=ident.dimension or 0)

@@ -49,13 +49,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from offline_mem.memory import Memory  # noqa: E402
-from offline_mem.pinned.embedder import EmbedderIdentity  # noqa: E402
 from offline_mem.pinned.model_files import model_identity  # noqa: E402
 from offline_mem.retrieval.search import SearchRequest, hybrid_search  # noqa: E402
 from offline_mem.store.filters import compile_filters  # noqa: E402
 from offline_mem.store.keyword_index import bm25_scores, query_stats  # noqa: E402
 from offline_mem.store.store import Store  # noqa: E402
-from offline_mem.validation import Scope  # noqa: E402
+from offline_mem.values import EmbedderIdentity, Scope  # noqa: E402
 
 DIM = 384
 ZIPF_S = 1.07

@@ -12,9 +12,10 @@ import click
 
 from ..config import MemoryConfig, resolve_db_path, resolve_models_dir
 from ..memory import Memory
-from ..pinned.embedder import Embedder, EmbedderIdentity
+from ..pinned.embedder import Embedder
 from ..pinned.entities import EntityExtractor
 from ..pinned.extractor import Extractor
+from ..values import EmbedderIdentity
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ pair at a time (`supersession.py`), and recorded with `Admission.record_superses
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ import numpy as np
 
 from ..store.records import MemoryRecord, NewMemory, NewMessage
 from ..store.store import keyword_text
+from ..values import content_hash
 
 # all-MiniLM-L6-v2 cosine similarity at or above which two facts say the same thing. Measured on
 # the extraction benchmark: rephrasings such as "User lives in Porto." / "User lives in Porto,
@@ -34,11 +34,6 @@ from ..store.store import keyword_text
 NEAR_DUPLICATE_THRESHOLD = 0.95
 
 ATTRIBUTIONS = ("user", "assistant")
-
-
-def fact_hash(text: str) -> str:
-    """MD5 of the text, the same as `offline_mem.memory.content_hash` (Mem0's `hash`)."""
-    return hashlib.md5(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -121,7 +116,7 @@ def admit(facts: Sequence[Fact], vectors: np.ndarray, ctx: AdmissionContext) -> 
     kept_hashes: set[str] = set()
     kept_vectors: list[np.ndarray] = []
     for fact, vector in zip(facts, vectors, strict=True):
-        digest = fact_hash(fact.text)
+        digest = content_hash(fact.text)
         if digest in ctx.existing_hashes or digest in kept_hashes:
             out.dropped.append((fact.text, "duplicate"))
             continue

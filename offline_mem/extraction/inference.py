@@ -19,8 +19,8 @@ from ..pinned.extractor import ExtractionOutput, Extractor
 from ..store.filters import compile_filters
 from ..store.records import AddPlan, MemoryRecord, MessageRecord, NewMemory, NewMessage
 from ..store.store import Store, keyword_text
-from ..validation import Scope
-from .admission import AdmissionContext, Fact, admit, fact_hash, read_facts
+from ..values import Scope, content_hash
+from .admission import AdmissionContext, Fact, admit, read_facts
 from .checks.fact_dates import correct_fact_date
 from .checks.grounding import (
     NAME_KINDS,
@@ -161,7 +161,7 @@ def plan_facts(
         return plan, [], output
     old = existing.records
     vectors = models.embedder.embed_batch([f.text for f in facts] + [r.text for r in old])
-    hashes = store.hashes_in_scope(request.scope, [fact_hash(f.text) for f in facts])
+    hashes = store.hashes_in_scope(request.scope, [content_hash(f.text) for f in facts])
     context = AdmissionContext(
         messages=messages, existing_vectors=vectors[len(facts) :],
         existing_hashes=frozenset(hashes), metadata=request.metadata,
@@ -214,7 +214,7 @@ def plan_procedural(
     )
     output = models.extractor.extract(prompt)
     text = render_summary(output.data)
-    digest = fact_hash(text)
+    digest = content_hash(text)
     if not text or store.hashes_in_scope(request.scope, [digest]):
         return plan, [], output
     vector: np.ndarray = models.embedder.embed(text)

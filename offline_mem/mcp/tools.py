@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import MemoryNotFoundError, ValidationError
 from ..memory import Memory
-from ..validation import SCOPE_KEYS
+from ..values import SCOPE_KEYS
 from . import text as mcp_text
 
 

@@ -10,24 +10,15 @@ import logging
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
 from ..errors import ModelError
+from ..values import EmbedderIdentity
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class EmbedderIdentity:
-    """What the memory file pins: a vector from another identity is never mixed in."""
-
-    name: str
-    sha256: str
-    dimension: int
 
 
 class Embedder(ABC):

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..store.records import EntityMention
+from ..values import EntityMention
 
 SKIPPED_LABELS = frozenset({"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"})
 # Words the extraction prompt uses for the speakers: every memory mentions them.
@@ -108,14 +108,14 @@ class SpacyEntities(EntityExtractor):
         if not texts:
             return []
         nlp = self._load(entities=True)
-        from .nlp import parse
+        from .spacy_pipeline import parse
 
         return [_from_doc(doc) for doc in parse(nlp, texts)]
 
     def extract_query(self, text: str) -> list[EntityMention]:
         """Without the recogniser (the query's doc has no `ents`): its proper-noun runs and
         quoted titles, which cover names longer than the n-grams search looks up."""
-        from .nlp import parse
+        from .spacy_pipeline import parse
 
         return _from_doc(parse(self._load(entities=False), [text], query=True)[0])
 

@@ -8,17 +8,15 @@ components the call needs (spacy_pipeline.py), shared per folder within a proces
 from __future__ import annotations
 
 import re
-import threading
 from abc import ABC, abstractmethod
-from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..store.records import EntityMention
+from ..values import EntityMention
 from .entities import normalize_entity
-from .spacy_pipeline import load_spacy
+from .spacy_pipeline import load_spacy, parse
 
 MAX_QUERY_NGRAM = 3
 _PARTS = re.compile(r"[^\w]+")
@@ -57,52 +55,6 @@ class TextAnalyzer(ABC):
         return sorted({n for n in norms if n})[:200]
 
 
-_DOCS: OrderedDict[tuple[int, bool, str], Any] = OrderedDict()
-_DOCS_LOCK = threading.Lock()
-MAX_CACHED_DOCS = 4096
-# Queries skip the named-entity recogniser: search needs their lemmas and proper-noun runs, and
-# its entity signal looks up every 1-3 word n-gram anyway (measured: 4.2 ms -> 1.9 ms a query).
-QUERY_SKIPS = frozenset({"ner"})
-
-
-def parse(
-    nlp: Any, texts: Sequence[str], *, batch_size: int = 128, query: bool = False
-) -> list[Any]:
-    """spaCy docs for the texts, parsed once: keyword analysis and entity extraction of the same
-    write (or query) ask for the same texts, and a small LRU cache serves the second ask.
-    `query=True` runs the pipeline without QUERY_SKIPS (its docs carry no `ents`)."""
-    with _DOCS_LOCK:
-        missing = [t for t in dict.fromkeys(texts) if (id(nlp), query, t) not in _DOCS]
-        parsed = (
-            _without(nlp, missing, QUERY_SKIPS)
-            if query
-            else nlp.pipe(missing, batch_size=batch_size)
-        )
-        for text, doc in zip(missing, parsed, strict=True):
-            _DOCS[(id(nlp), query, text)] = doc
-        docs = []
-        for text in texts:
-            _DOCS.move_to_end((id(nlp), query, text))
-            docs.append(_DOCS[(id(nlp), query, text)])
-        while len(_DOCS) > MAX_CACHED_DOCS:
-            _DOCS.popitem(last=False)
-        return docs
-
-
-def _without(nlp: Any, texts: Sequence[str], skips: frozenset[str]) -> list[Any]:
-    """The pipeline's components in order, minus `skips`, called one by one: unlike
-    `nlp.select_pipes` this changes nothing shared, so a write parsing in another thread at the
-    same moment still gets its entities."""
-    docs = []
-    for text in texts:
-        doc = nlp.make_doc(text)
-        for name, component in nlp.pipeline:
-            if name not in skips:
-                doc = component(doc)
-        docs.append(doc)
-    return docs
-
-
 class SpacyAnalyzer(TextAnalyzer):
     def __init__(self, folder: Path, *, batch_size: int = 128) -> None:
         self.folder = Path(folder)
@@ -136,9 +88,3 @@ def _term(token: Any) -> str | None:
     text = text.strip("'\"-_.,")
     return text or None
 
-
-def term_frequencies(terms: Iterable[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for term in terms:
-        counts[term] = counts.get(term, 0) + 1
-    return counts

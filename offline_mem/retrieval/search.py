@@ -17,9 +17,10 @@ import numpy as np
 from ..pinned.embedder import Embedder
 from ..pinned.nlp import TextAnalyzer
 from ..store.filters import CompiledFilter
-from ..store.records import EntityMention, MemoryRecord
+from ..store.records import MemoryRecord
 from ..store.signals import EntitySignal
 from ..store.store import Store
+from ..values import EntityMention
 from .ranking import Ranked, Signals, Weights, score_and_rank
 
 MIN_OVERFETCH = 60

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ValidationError
-from ..validation import SCOPE_KEYS, Scope, check_encodable, make_scope
+from ..validation import check_encodable, make_scope
+from ..values import SCOPE_KEYS, Scope
 
 COLUMN_KEYS = (
     "id", "user_id", "agent_id", "run_id", "actor_id", "role", "memory_type", "hash",

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..pinned.embedder import EmbedderIdentity
+from ..values import EmbedderIdentity
 from .db import Database
 from .keyword_index import MEMORY_KEYWORDS, MESSAGE_KEYWORDS, KeywordTables
 from .messages import is_indexed_message

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..timeutil import iso, utc_now
-from ..validation import Scope
+from ..values import Scope
 from .db import Database
 from .signals import scope_match
 

@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..pinned.nlp import term_frequencies
 from .db import Database
 
 K1 = 1.5
@@ -74,6 +73,13 @@ MESSAGE_KEYWORDS = KeywordTables(
     "message_keyword_partitions", key="message_seq", owner="messages", owner_key="seq",
     postings_key="sqlite_autoindex_message_keyword_postings_1",
 )  # fmt: skip
+
+
+def term_frequencies(terms: Iterable[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for term in terms:
+        counts[term] = counts.get(term, 0) + 1
+    return counts
 
 
 def index_terms(

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..validation import Scope
+from ..values import Scope
 from . import keyword_index
 from .db import Database
 from .keyword_index import MESSAGE_KEYWORDS

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ..timeutil import utc_now
-from ..validation import Scope
+from ..values import Scope
 from .db import Database
 from .filters import CompiledFilter
 from .records import HistoryRecord, MemoryRecord, MessageRecord

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..validation import Scope
+from ..values import EntityMention, Scope
 
 
 @dataclass(frozen=True)
@@ -158,13 +158,6 @@ class NewMessage:
     terms: list[str] | None = None  # keyword terms, filled with the vector
     metadata: dict[str, Any] | None = None  # image references, tool calls (validation.py)
     extract: bool = True  # shown to the extractor (tool results and tool calls are not)
-
-
-@dataclass(frozen=True)
-class EntityMention:
-    name: str
-    norm: str
-    kind: str
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..timeutil import unexpired_clause, utc_now
-from ..validation import SCOPE_KEYS, Scope
+from ..values import SCOPE_KEYS, Scope
 from . import keyword_index
 from .db import Database
 from .filters import CompiledFilter

@@ -17,21 +17,15 @@ from typing import Any
 import numpy as np
 
 from ..errors import CorruptFileError, EmbedderMismatchError, MemoryNotFoundError
-from ..pinned.embedder import EmbedderIdentity
 from ..timeutil import iso, utc_now
-from ..validation import Scope
+from ..values import EmbedderIdentity, EntityMention, Scope
 from . import keyword_index, vector_cache
 from .db import Database, Tracer
 from .jobs import JobClaim, JobQueue, NewJob
 from .messages import MessageIndex
 from .migrations import SCHEMA_VERSION, MigrationContext, migrate
 from .reads import StoreReads
-from .records import (
-    AddPlan,
-    EntityMention,
-    MemoryRecord,
-    NewMemory,
-)
+from .records import AddPlan, MemoryRecord, NewMemory
 from .signals import SearchSignals, scope_match, vector_blob
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import OfflineMemError
-from ..pinned.embedder import EmbedderIdentity
+from ..values import EmbedderIdentity
 
 FORMAT = "offline_mem-export"
 FORMAT_VERSION = 1

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..store.migrations import SCHEMA_VERSION
-from ..validation import Scope
+from ..values import Scope, content_hash
 from .format import (
     FORMAT,
     FORMAT_VERSION,
@@ -149,8 +149,6 @@ def _check_scope(row: dict[str, Any], what: str) -> None:
 def _check_consistency(data: ExportData) -> None:
     """Rows must agree with each other: ids unique, references resolvable, scopes and hashes
     matching their fields, vectors of the announced dimension."""
-    from ..memory import content_hash
-
     message_ids = _unique(data.rows["message"], lambda r: r["id"], "message id")
     entity_keys = _unique(data.rows["entity"], lambda r: (r["scope"], r["norm"]), "entity")
     _unique(data.rows["memory"], lambda r: r["id"], "memory id")
