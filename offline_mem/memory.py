@@ -126,7 +126,8 @@ class Memory(MemoryReads, MemoryJobs):
 
     def _prepare(self, memories: Sequence[NewMemory]) -> None:
         """Fill keyword terms, and entities where the caller found none, before the write, so
-        the transaction itself runs no model."""
+        the transaction itself runs no model. Every add's memories get their entities here, one
+        batch, each text read once."""
         pending = [m for m in memories if m.terms is None]
         analyses = self.analyzer.analyze_batch([m.keyword_text for m in pending])
         for memory, analysis in zip(pending, analyses, strict=True):
@@ -329,9 +330,6 @@ class Memory(MemoryReads, MemoryJobs):
                 if message.name is not None:
                     item["actor_id"] = message.name
                 results.append(item)
-            mentions = self.entities.extract_batch([m.text for m in memories])
-            for memory, found in zip(memories, mentions, strict=True):
-                memory.entities = found
             plan = AddPlan(scope=scope, messages=new_messages, memories=memories,
                            embedder_sha256=self.embedder.identity.sha256)  # fmt: skip
             self._apply(plan)

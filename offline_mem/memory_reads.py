@@ -14,8 +14,8 @@ from .pinned.embedder import Embedder
 from .pinned.entities import EntityExtractor
 from .pinned.nlp import TextAnalyzer
 from .retrieval.evidence import MESSAGE_WEIGHTS, Evidence, MessageSignals, rank_evidence
-from .retrieval.ranking import Weights, interleave, keyword_share
-from .retrieval.references import Candidate, find_references, resolve_query
+from .retrieval.ranking import Ranked, Weights, keyword_share
+from .retrieval.references import Candidate, search_resolving
 from .retrieval.search import SearchOutcome, SearchRequest, overfetch, search_memories
 from .store.filters import compile_filters
 from .store.messages import MessageHit, StoredMessage, message_item
@@ -34,9 +34,7 @@ from .validation import (
 from .values import EntityMention, Scope
 
 DEFAULT_SEARCH_THRESHOLD = 0.1
-# How many first results a relational reference is resolved from: the memory naming "Tiago's
-# neighbour" shares only those words with the question, and can rank below the top-k.
-RESOLVE_POOL = 20
+Hit = tuple[MemoryRecord, Ranked]
 
 
 class MemoryReads:
@@ -265,47 +263,41 @@ class MemoryReads:
     def _search_resolving(
         self, request: SearchRequest, mentions: list[EntityMention]
     ) -> tuple[SearchOutcome, str | None]:
-        """The memory search, with the query's relational references resolved from a wider pool
-        (more results, no threshold) and searched again (references.py). A query without a
-        reference is searched as given: the wider pool would only cost time."""
-        if not find_references(request.query):
-            return self._hybrid(request, mentions), None
-        wide = replace(request, top_k=max(request.top_k, RESOLVE_POOL), threshold=None)
-        found = self._hybrid(wide, mentions)
-        pool = found.hits
-        floor = request.threshold
-        hits = [hit for hit in pool if floor is None or hit[1].score >= floor]
-        candidates = [Candidate(r.text, r.actor_id, r.role != "assistant") for r, _ in pool]
-        resolved = resolve_query(request.query, candidates)
-        if resolved is None:
-            return replace(found, hits=hits[: request.top_k]), None
-        again = self._hybrid(
-            replace(request, query=resolved.query), self.entities.extract_query(resolved.query)
-        )
-        bridges = [pool[i] for i in resolved.sources]  # kept whatever their score
-        merged = interleave(
-            [bridges, again.hits, hits], key=lambda h: h[0].rowid, limit=request.top_k
-        )
-        known = found.known_entities | again.known_entities
-        return SearchOutcome(merged, known), resolved.query
+        """The memory search, with the query's relational references resolved
+        (references.search_resolving); the entities known to the scope are those of every
+        search it ran."""
+        known: set[str] = set()
+
+        def search(query: str, limit: int, floor: float | None) -> list[Hit]:
+            asked = replace(request, query=query, top_k=limit, threshold=floor)
+            said = mentions if query == request.query else self.entities.extract_query(query)
+            found = self._hybrid(asked, said)
+            known.update(found.known_entities)
+            return found.hits
+
+        hits, resolved = search_resolving(
+            request.query, search, limit=request.top_k, floor=request.threshold,
+            score=lambda hit: hit[1].score,
+            candidate=lambda hit: Candidate(
+                hit[0].text, hit[0].actor_id, hit[0].role != "assistant"
+            ),
+            key=lambda hit: hit[0].rowid,
+        )  # fmt: skip
+        return SearchOutcome(hits, frozenset(known)), resolved
 
     def _message_hits_resolving(
         self, query: str, scope: Scope, limit: int, floor: float | None
     ) -> list[MessageHit]:
-        """_message_hits, with relational references resolved as in _search_resolving."""
-        if not find_references(query):
-            return self._message_hits(query, scope, limit, floor)
-        pool = self._message_hits(query, scope, max(limit, RESOLVE_POOL), None)
-        hits = [hit for hit in pool if floor is None or hit.score >= floor]
-        candidates = [
-            Candidate(h.record.content, h.record.name, h.record.role == "user") for h in pool
-        ]
-        resolved = resolve_query(query, candidates)
-        if resolved is None:
-            return hits[:limit]
-        again = self._message_hits(resolved.query, scope, limit, floor)
-        bridges = [pool[i] for i in resolved.sources]
-        return interleave([bridges, again, hits], key=lambda h: h.record.seq, limit=limit)
+        """_message_hits, with relational references resolved as in _search_resolving ("my
+        neighbour" in a message counts only when its speaker is the person the query names)."""
+        hits, _ = search_resolving(
+            query, lambda text, n, least: self._message_hits(text, scope, n, least),
+            limit=limit, floor=floor, score=lambda hit: hit.score,
+            candidate=lambda hit: Candidate(hit.record.content, hit.record.name,
+                                            hit.record.role == "user"),
+            key=lambda hit: hit.record.seq,
+        )  # fmt: skip
+        return hits
 
     def _message_hits(
         self, query: str, scope: Scope, limit: int, floor: float | None

@@ -161,3 +161,18 @@ def test_recent_messages_shown_are_the_scope_messages_since_the_window_start(tmp
         shown = [line.split(": ", 1)[1] for line in recent.splitlines() if line.startswith("- ")]
         assert shown == expected
         assert "other scope" not in recent
+
+
+def test_each_memory_is_read_for_entities_once(tmp_path):
+    """A raw add and an inferred add read each new memory's text for entities once, in one
+    batch, a memory that names nobody included (it used to be read a second time)."""
+    m = memory(tmp_path, answer("User lives in Lisbon.", "User likes tea."))
+    entities = m.entities
+    assert isinstance(entities, FakeEntities)
+    m.add("my cat sleeps a lot", user_id="u", infer=False)
+    assert entities.calls == [["my cat sleeps a lot"]]
+    m.add([{"role": "user", "content": "I live in Lisbon and like tea."}], user_id="u")
+    # (the fact checks read the message's sentence for names: not a memory's text)
+    assert entities.calls[-1] == ["User lives in Lisbon.", "User likes tea."]
+    read = [text for batch in entities.calls for text in batch]
+    assert read.count("User lives in Lisbon.") == read.count("User likes tea.") == 1

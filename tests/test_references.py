@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from offline_mem import Memory
-from offline_mem.memory_reads import RESOLVE_POOL
 from offline_mem.retrieval.ranking import interleave
 from offline_mem.retrieval.references import (
+    RESOLVE_POOL,
     Candidate,
     Reference,
     bridge_name,

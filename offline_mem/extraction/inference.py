@@ -174,7 +174,6 @@ def plan_facts(
         now_day=day(request.now), instructions=request.instructions,
         names=names,
     )  # fmt: skip
-    _attach_entities(models.entities, admission.memories)
     plan.memories.extend(admission.memories)
     return plan, admission.results, output
 
@@ -225,16 +224,8 @@ def plan_procedural(
         expiration_date=request.expiration_date,
         source_messages=list(range(len(request.messages))),
     )  # fmt: skip
-    _attach_entities(models.entities, [memory])
     plan.memories.append(memory)
     return plan, [{"id": memory.id, "memory": text, "event": "ADD"}], output
-
-
-def _attach_entities(entities: EntityExtractor, memories: Sequence[NewMemory]) -> None:
-    for memory, mentions in zip(
-        memories, entities.extract_batch([m.text for m in memories]), strict=True
-    ):
-        memory.entities = list(mentions)
 
 
 def _latest(messages: Sequence[NewMessage]) -> str | None:

@@ -8,16 +8,19 @@ user's own city first, answers that. Search therefore resolves such a reference 
 first results and searches again with the name in its place ("Which city does Bruno live in?").
 
 Pure functions over strings (no model: the small spaCy pipeline labels "Ines" an organisation
-and "Valencia" a person); the searches are in memory_reads.py.
+and "Valencia" a person). `search_resolving` is the one way a search (of facts or of messages,
+memory_reads.py) resolves them: it is handed the search to run.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ..pinned.entities import normalize_entity
+from .ranking import interleave
 
 # Nouns that name a person by their relation to another. Kept to people: "Tiago's favourite
 # movie" must not be "resolved" to a title and searched again.
@@ -181,3 +184,37 @@ def resolve_query(query: str, candidates: Sequence[Candidate]) -> Resolution | N
     for ref in sorted(names, key=lambda r: r.start, reverse=True):
         rewritten = rewrite(rewritten, ref, names[ref][0])
     return Resolution(rewritten, tuple(dict.fromkeys(pos for _, pos in names.values())))
+
+
+# How many first results a relational reference is resolved from: the memory naming "Tiago's
+# neighbour" shares only those words with the question, and can rank below the top-k.
+RESOLVE_POOL = 20
+Hit = TypeVar("Hit")
+
+
+def search_resolving(
+    query: str,
+    search: Callable[[str, int, float | None], Sequence[Hit]],
+    *,
+    limit: int,
+    floor: float | None,
+    score: Callable[[Hit], float],
+    candidate: Callable[[Hit], Candidate],
+    key: Callable[[Hit], Hashable],
+) -> tuple[list[Hit], str | None]:
+    """`search(query, limit, floor)`'s hits, with the query's relational references resolved,
+    and the rewritten query (None when there is none). A query without a reference is searched
+    as given: a wider pool would only cost time. One with a reference is searched with a wider
+    pool (RESOLVE_POOL, no floor); when a hit of the pool names the person (`resolve_query`), the
+    rewritten query is searched too, and the hits are the ones that gave the name (kept whatever
+    their score), then the two rankings taken in turn (`interleave`), each hit once."""
+    if not find_references(query):
+        return list(search(query, limit, floor)), None
+    pool = list(search(query, max(limit, RESOLVE_POOL), None))
+    hits = [hit for hit in pool if floor is None or score(hit) >= floor]
+    resolved = resolve_query(query, [candidate(hit) for hit in pool])
+    if resolved is None:
+        return hits[:limit], None
+    again = search(resolved.query, limit, floor)
+    bridges = [pool[i] for i in resolved.sources]
+    return interleave([bridges, again, hits], key=key, limit=limit), resolved.query

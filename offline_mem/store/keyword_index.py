@@ -38,6 +38,7 @@ B = 0.75
 
 
 def partition_of(user_id: str | None) -> str:
+    """The partition of a user's rows, in the keyword index and in the vector tables alike."""
     return user_id or ""
 
 

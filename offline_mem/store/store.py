@@ -34,10 +34,6 @@ def keyword_text(text: str) -> str:
     return text
 
 
-def _partition(user_id: str | None) -> str:
-    return user_id or ""
-
-
 class Store(StoreReads, SearchSignals, MessageIndex, JobQueue):
     def __init__(
         self,
@@ -205,7 +201,7 @@ class Store(StoreReads, SearchSignals, MessageIndex, JobQueue):
     ) -> None:
         self.db.execute(
             "INSERT INTO memory_vectors (rowid, user_id, embedding) VALUES (?, ?, ?)",
-            (rowid, _partition(user_id), vector_blob(vector)),
+            (rowid, keyword_index.partition_of(user_id), vector_blob(vector)),
         )
         keyword_index.index_terms(self.db, rowid, keyword_index.partition_of(user_id), terms)
 

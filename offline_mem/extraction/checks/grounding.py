@@ -25,6 +25,7 @@ from dataclasses import replace
 from ...store.records import NewMessage
 from ..admission import Fact
 from .content_words import MONTHS, STOP_WORDS, WORD, content_stems, words_of
+from .relative_dates import WEEKDAYS
 
 
 def speaker_names(messages: Sequence[NewMessage]) -> frozenset[str]:
@@ -162,8 +163,7 @@ def drop_context_copies(
 
 # Capitalised words a fact may hold though no message says them: the calendar (the model writes
 # absolute dates) and the words the prompt uses for the two sides.
-WEEKDAYS = frozenset(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
-ALWAYS_KNOWN = MONTHS | WEEKDAYS | {"user", "assistant"}
+ALWAYS_KNOWN = MONTHS | frozenset(WEEKDAYS) | {"user", "assistant"}
 
 
 def drop_invented_names(
