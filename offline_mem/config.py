@@ -7,7 +7,7 @@ documented default. The environment is read when a `Memory` is built, never at i
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,6 @@ class MemoryConfig:
     job_worker: bool = True
     # {"semantic": w, "keyword": w, "entity": w}, summing to 1 (see ranking.py)
     ranking_weights: dict[str, float] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, values: dict[str, Any] | None) -> MemoryConfig:
@@ -56,7 +55,7 @@ class MemoryConfig:
         unknown = sorted(set(values) - known)
         if unknown:
             raise ConfigError(
-                f"unknown config key(s) {unknown}; known keys are {sorted(known - {'extra'})}"
+                f"unknown config key(s) {unknown}; known keys are {sorted(known)}"
             )
         for key in ("path", "models_dir", "custom_instructions"):
             if values.get(key) is not None and not isinstance(values[key], (str, os.PathLike)):
