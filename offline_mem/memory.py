@@ -273,8 +273,10 @@ class Memory(MemoryReads, MemoryJobs):
         The model runs outside any lock, so other threads' reads and writes go on meanwhile;
         nothing is written here, so nothing is written if it fails."""
         from .extraction import inference
+        from .extraction.lexicon import lexicon_for
 
-        models = inference.Models(self.embedder, self.extractor, self.entities)
+        lexicon = lexicon_for(self.config.nlp)  # the fact checks' words, in the pipeline's language
+        models = inference.Models(self.embedder, self.extractor, self.entities, lexicon)
         plan_for = inference.plan_procedural if kind == "procedural" else inference.plan_facts
         plan, results, _ = plan_for(self.store, models, request)
         return plan, results

@@ -7,7 +7,7 @@ extractor fails, `ExtractionError` propagates before any write, so the file is u
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -20,19 +20,11 @@ from ..store.filters import compile_filters
 from ..store.records import AddPlan, MemoryRecord, MessageRecord, NewMemory, NewMessage
 from ..store.store import Store, keyword_text
 from ..values import Scope, content_hash
-from .admission import AdmissionContext, Fact, admit, read_facts
-from .checks.fact_dates import correct_fact_date
-from .checks.grounding import (
-    NAME_KINDS,
-    drop_context_copies,
-    drop_invented_names,
-    drop_name_only_facts,
-    drop_subject_swaps,
-    ground_facts,
-    name_the_user,
-    speaker_names,
-)
-from .checks.relative_dates import resolve_relative_dates
+from .admission import AdmissionContext, admit, read_facts
+from .checks.base import CheckContext
+from .checks.grounding import NAME_KINDS
+from .checks.pipeline import check_facts
+from .lexicon import ENGLISH, Lexicon
 from .procedural import PROCEDURAL_PROMPT_VERSION, build_procedural_prompt, render_summary
 from .prompts import (
     MAX_EXISTING,
@@ -53,6 +45,7 @@ class Models:
     embedder: Embedder
     extractor: Extractor
     entities: EntityExtractor
+    lexicon: Lexicon = ENGLISH  # the words the fact checks know (the spaCy pipeline's language)
 
 
 @dataclass(frozen=True)
@@ -147,16 +140,13 @@ def plan_facts(
     output = models.extractor.extract(prompt)
     roles = [m.role for m in messages]
     facts = read_facts(output.data, shown_messages=shown, roles=roles)
-    names = speaker_names(messages)
-    facts, misattributed = ground_facts(facts, messages, shown)
-    seen = [r.text for r in existing.records] + [m.content for m in recent]
-    facts, copied = drop_context_copies(facts, messages, shown, seen)
-    facts, invented = drop_invented_names(facts, messages, seen)
-    facts, swapped = drop_subject_swaps(
-        facts, messages, lambda texts: _names_in(models.entities, texts)
-    )
-    facts, name_only = drop_name_only_facts(facts, messages)
-    facts = [_with_absolute_dates(f, request) for f in name_the_user(facts, messages)]
+    checks = CheckContext(
+        messages=messages, shown=shown,
+        seen=[r.text for r in existing.records] + [m.content for m in recent],
+        stored=request.messages, now=request.now,
+        people_in=lambda texts: _names_in(models.entities, texts), lexicon=models.lexicon,
+    )  # fmt: skip
+    facts, dropped = check_facts(facts, checks)
     if not facts:
         return plan, [], output
     old = existing.records
@@ -168,11 +158,11 @@ def plan_facts(
         expiration_date=request.expiration_date,
     )  # fmt: skip
     admission = admit(facts, vectors[: len(facts)], context)
-    admission.dropped.extend(misattributed + copied + invented + swapped + name_only)
+    admission.dropped.extend(dropped)
     check_supersessions(
         models.extractor, admission, old, vectors[len(facts) :],
         now_day=day(request.now), instructions=request.instructions,
-        names=names,
+        names=checks.speakers.every, lexicon=models.lexicon,
     )  # fmt: skip
     plan.memories.extend(admission.memories)
     return plan, admission.results, output
@@ -183,18 +173,6 @@ def _names_in(entities: EntityExtractor, texts: Sequence[str]) -> list[list[str]
         [m.name for m in mentions if m.kind in NAME_KINDS]
         for mentions in entities.extract_batch(texts)
     ]
-
-
-def _with_absolute_dates(fact: Fact, request: AddRequest) -> Fact:
-    """The fact with "yesterday", "last week", ... resolved against its messages' date (else the
-    add's date): a 1.5B model often leaves them, and they mean nothing a month later. A date the
-    model resolved itself is checked against its messages' phrase (`fact_dates`)."""
-    stamps = [request.messages[i].observed_at for i in fact.sources]
-    known = [s for s in stamps if s is not None]
-    observed = datetime.fromisoformat(max(known)).date() if known else request.now.date()
-    sources = [request.messages[i].content for i in fact.sources]
-    text = resolve_relative_dates(correct_fact_date(fact.text, sources, observed), observed)
-    return fact if text == fact.text else replace(fact, text=text)
 
 
 def plan_procedural(

@@ -32,6 +32,7 @@ from ..pinned.extractor import Extractor, Prompt
 from ..store.records import MemoryRecord, NewMemory
 from .admission import Admission
 from .checks.content_words import share_a_content_word
+from .lexicon import ENGLISH, Lexicon
 from .prompts import day, facts_system_prompt
 
 # all-MiniLM-L6-v2 cosine of a new fact and an old memory at or above which the pair is checked.
@@ -110,6 +111,7 @@ def pairs_to_check(
     existing: Sequence[MemoryRecord],
     existing_vectors: np.ndarray,
     names: frozenset[str] = frozenset(),
+    lexicon: Lexicon = ENGLISH,
 ) -> list[CheckPair]:
     """Each new memory with its most similar existing memory that shares a content word with it
     (`names`, the speakers' names, do not count); pairs below the floor dropped; at most
@@ -121,7 +123,7 @@ def pairs_to_check(
     for index, memory in enumerate(memories):
         similar = matrix @ np.asarray(memory.vector, dtype=np.float32)
         for j in np.argsort(-similar, kind="stable"):
-            if share_a_content_word(memory.text, existing[int(j)].text, names):
+            if share_a_content_word(memory.text, existing[int(j)].text, names, lexicon):
                 candidates.append(CheckPair(index, int(j), float(similar[int(j)])))
                 break
     candidates.sort(key=lambda p: (-p.similarity, p.memory))
@@ -166,13 +168,14 @@ def check_supersessions(
     now_day: str | None,
     instructions: str | None,
     names: frozenset[str] = frozenset({"user", "assistant"}),
+    lexicon: Lexicon = ENGLISH,
 ) -> int:
     """Ask about each chosen pair of a new memory and an existing one (`existing`, with
     their embeddings) and record the supersessions found in `admission` (its memories and its
     Mem0-shaped results). Returns how many were found. An ExtractionError propagates: the add
     fails and nothing is written."""
     found = 0
-    for pair in pairs_to_check(admission.memories, existing, existing_vectors, names):
+    for pair in pairs_to_check(admission.memories, existing, existing_vectors, names, lexicon):
         old, memory = existing[pair.shown], admission.memories[pair.memory]
         prompt = build_check_prompt(old, memory, now_day=now_day, instructions=instructions)
         if changed_probability(extractor, prompt) >= CHANGE_THRESHOLD:

@@ -24,36 +24,33 @@ from dataclasses import replace
 
 from ...store.records import NewMessage
 from ..admission import Fact
-from .content_words import MONTHS, STOP_WORDS, WORD, content_stems, words_of
-from .relative_dates import WEEKDAYS
+from ..lexicon import ENGLISH, Lexicon
+from .base import CheckContext, Dropped, Speakers, user_names
+from .content_words import WORD, content_stems, words_of
 
 
 def speaker_names(messages: Sequence[NewMessage]) -> frozenset[str]:
     """Every word that names a side of the conversation: the role words and the speakers' names."""
-    return _names(messages, "user") | _names(messages, "assistant")
-
-
-def _names(messages: Sequence[NewMessage], role: str) -> frozenset[str]:
-    """How a side of the conversation is named in facts: its role word and its speakers' names."""
-    found = {role}
-    for m in messages:
-        if m.role == role and m.name:
-            found |= {w.lower() for w in WORD.findall(m.name)}
-    return frozenset(found)
+    return Speakers.of(messages).every
 
 
 def ground_facts(
-    facts: Sequence[Fact], messages: Sequence[NewMessage], shown: Sequence[int]
-) -> tuple[list[Fact], list[tuple[str, str]]]:
+    facts: Sequence[Fact],
+    messages: Sequence[NewMessage],
+    shown: Sequence[int],
+    *,
+    speakers: Speakers | None = None,
+    lexicon: Lexicon = ENGLISH,
+) -> tuple[list[Fact], list[Dropped]]:
     """The facts with sources (and attribution) corrected, and those dropped with the reason.
     `shown` are the plan indexes of the new messages the model saw."""
-    sides = {role: _names(messages, role) for role in ("user", "assistant")}
+    sides = (speakers or Speakers.of(messages)).sides
     every_name = frozenset().union(*sides.values())
-    stems = {i: content_stems(messages[i].content, every_name) for i in shown}
+    stems = {i: content_stems(messages[i].content, every_name, lexicon) for i in shown}
     kept: list[Fact] = []
-    dropped: list[tuple[str, str]] = []
+    dropped: list[Dropped] = []
     for fact in facts:
-        words = content_stems(fact.text, every_name)
+        words = content_stems(fact.text, every_name, lexicon)
         overlap = {i: len(words & stems[i]) for i in shown}
         cited = max((overlap.get(i, 0) for i in fact.sources), default=0)
         best = max(shown, key=lambda i: (overlap[i], i in fact.sources, -i), default=None)
@@ -70,7 +67,6 @@ def ground_facts(
     return kept, dropped
 
 
-FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours"})
 # spaCy's small model often labels a first name ORG or GPE ("Joel" ORG, "Valencia" PERSON in
 # "Joel has been living in Valencia"), so any named entity counts; the first one is the likely
 # subject. Unlabelled proper-noun runs ("PROPER") do not: a capitalised first word is too often
@@ -83,25 +79,29 @@ def drop_subject_swaps(
     facts: Sequence[Fact],
     messages: Sequence[NewMessage],
     people_in: Callable[[Sequence[str]], list[list[str]]],
-) -> tuple[list[Fact], list[tuple[str, str]]]:
+    *,
+    speakers: Speakers | None = None,
+    lexicon: Lexicon = ENGLISH,
+) -> tuple[list[Fact], list[Dropped]]:
     """Facts that move what a named third person did onto the user are dropped: "Lena adopted a
     cat called Pepper" written as "Rui adopted a cat called Pepper" (measured on the
     side-by-side benchmark; word overlap cannot see it, the words are the same). A fact is
     dropped when it is the user's and names the user, its source sentence (the one sharing most
     words) has no first-person word, and the first person that sentence names is not in the
     fact. `people_in` gives the names in each text, in order (from the entity extractor)."""
-    user_names = _names(messages, "user")
-    every_name = speaker_names(messages)
+    speakers = speakers or Speakers.of(messages)
+    user_side = speakers.sides["user"]
+    every_name = speakers.every
     kept: list[Fact] = []
-    dropped: list[tuple[str, str]] = []
+    dropped: list[Dropped] = []
     for fact in facts:
         mentioned = set(words_of(fact.text))
-        if fact.attributed_to != "user" or not mentioned & user_names:
+        if fact.attributed_to != "user" or not mentioned & user_side:
             kept.append(fact)
             continue
-        sentence = _source_sentence(fact, messages, every_name)
+        sentence = _source_sentence(fact, messages, every_name, lexicon)
         people = [p for p in people_in([sentence])[0] if p.lower() not in every_name]
-        first_person = bool(set(words_of(sentence)) & FIRST_PERSON)
+        first_person = bool(set(words_of(sentence)) & lexicon.first_person)
         if people and not first_person and not set(words_of(people[0])) <= mentioned:
             dropped.append((fact.text, f"about {people[0]}, not the user"))
             continue
@@ -109,12 +109,14 @@ def drop_subject_swaps(
     return kept, dropped
 
 
-def _source_sentence(fact: Fact, messages: Sequence[NewMessage], names: frozenset[str]) -> str:
-    words = content_stems(fact.text, names)
+def _source_sentence(
+    fact: Fact, messages: Sequence[NewMessage], names: frozenset[str], lexicon: Lexicon
+) -> str:
+    words = content_stems(fact.text, names, lexicon)
     sentences = [
         s.strip() for i in fact.sources for s in _SENTENCE.findall(messages[i].content) if s.strip()
     ]
-    return max(sentences, key=lambda s: len(words & content_stems(s, names)), default="")
+    return max(sentences, key=lambda s: len(words & content_stems(s, names, lexicon)), default="")
 
 
 # Content words a fact must share with one context text to count as copied from it. One shared
@@ -127,7 +129,10 @@ def drop_context_copies(
     messages: Sequence[NewMessage],
     shown: Sequence[int],
     context: Sequence[str],
-) -> tuple[list[Fact], list[tuple[str, str]]]:
+    *,
+    speakers: Speakers | None = None,
+    lexicon: Lexicon = ENGLISH,
+) -> tuple[list[Fact], list[Dropped]]:
     """Facts copied from the context instead of taken from the new messages are dropped. A copy
     shares at least COPY_MIN_SHARED content words with one `context` text (a memory or a recent
     message shown to the model), more than it shares with the new messages, and no word with the
@@ -142,13 +147,15 @@ def drop_context_copies(
     updates, but also the new value: "User's favourite colour is green now." has "green" from
     the new message, and stays. A fact that shares no word with anything is a paraphrase and
     stays too (see `ground_facts`)."""
-    every_name = speaker_names(messages)
-    new_words = set().union(*(content_stems(messages[i].content, every_name) for i in shown))
-    context_words = [content_stems(text, every_name) for text in context]
+    every_name = (speakers or Speakers.of(messages)).every
+    new_words = set().union(
+        *(content_stems(messages[i].content, every_name, lexicon) for i in shown)
+    )
+    context_words = [content_stems(text, every_name, lexicon) for text in context]
     kept: list[Fact] = []
-    dropped: list[tuple[str, str]] = []
+    dropped: list[Dropped] = []
     for fact in facts:
-        words = content_stems(fact.text, every_name)
+        words = content_stems(fact.text, every_name, lexicon)
         from_new = words & new_words
         copied = any(
             len(words & other) >= max(COPY_MIN_SHARED, len(from_new) + 1) and from_new <= other
@@ -161,25 +168,25 @@ def drop_context_copies(
     return kept, dropped
 
 
-# Capitalised words a fact may hold though no message says them: the calendar (the model writes
-# absolute dates) and the words the prompt uses for the two sides.
-ALWAYS_KNOWN = MONTHS | frozenset(WEEKDAYS) | {"user", "assistant"}
-
-
 def drop_invented_names(
-    facts: Sequence[Fact], messages: Sequence[NewMessage], context: Sequence[str]
-) -> tuple[list[Fact], list[tuple[str, str]]]:
+    facts: Sequence[Fact],
+    messages: Sequence[NewMessage],
+    context: Sequence[str],
+    *,
+    speakers: Speakers | None = None,
+    lexicon: Lexicon = ENGLISH,
+) -> tuple[list[Fact], list[Dropped]]:
     """Facts that name a person, place or thing that no text the model saw says are dropped:
     every capitalised word of the fact must occur (in any case) in the new messages, the
     speakers' names or `context` (the recent messages and the memories retrieved). Measured on the
     side-by-side benchmark: after "I moved to Galway last weekend" the 1.5B model wrote the
     prompt's worked example back ("User moved from Galway to Porto", "Ana visits User on
     Sunday"), and it invented the city a user moved from ("from Madrid")."""
-    known = set(ALWAYS_KNOWN) | set(speaker_names(messages))
+    known = set(always_known(lexicon)) | set((speakers or Speakers.of(messages)).every)
     for text in [*(m.content for m in messages), *context]:
         known.update(words_of(text))
     kept: list[Fact] = []
-    dropped: list[tuple[str, str]] = []
+    dropped: list[Dropped] = []
     for fact in facts:
         invented = [w for w in WORD.findall(fact.text) if w[0].isupper() and w.lower() not in known]
         if invented:
@@ -189,34 +196,43 @@ def drop_invented_names(
     return kept, dropped
 
 
-# Content words that only say what someone is called.
-NAMING_WORDS = frozenset({"name", "named", "names", "called", "call", "calls", "goes", "go"})
+def always_known(lexicon: Lexicon) -> frozenset[str]:
+    """Capitalised words a fact may hold though no message says them: the calendar (the model
+    writes absolute dates) and the words the prompt uses for the two sides."""
+    return lexicon.months | frozenset(lexicon.weekdays) | lexicon.side_words
 
 
 def drop_name_only_facts(
-    facts: Sequence[Fact], messages: Sequence[NewMessage]
-) -> tuple[list[Fact], list[tuple[str, str]]]:
+    facts: Sequence[Fact],
+    messages: Sequence[NewMessage],
+    *,
+    speakers: Speakers | None = None,
+    lexicon: Lexicon = ENGLISH,
+) -> tuple[list[Fact], list[Dropped]]:
     """Facts that say nothing but what a speaker is called are dropped: "Tiago is named Tiago."
     (the side-by-side benchmark, medium configuration: it matched Tiago's name and nothing else,
     and took 4th place in the results of most questions about him). The messages' names say it
     already."""
-    every_name = speaker_names(messages)
+    every_name = (speakers or Speakers.of(messages)).every
     kept: list[Fact] = []
-    dropped: list[tuple[str, str]] = []
+    dropped: list[Dropped] = []
     for fact in facts:
-        words = {w for w in words_of(fact.text) if w not in STOP_WORDS and w not in every_name}
-        if words <= NAMING_WORDS:
+        words = {
+            w for w in words_of(fact.text) if w not in lexicon.stop_words and w not in every_name
+        }
+        if words <= lexicon.naming_words:
             dropped.append((fact.text, "says only what a speaker is called"))
         else:
             kept.append(fact)
     return kept, dropped
 
 
-_USER = re.compile(r"\bUser\b")
-_PLAIN_NAME = re.compile(r"[^\W\d_]+(?:[ '-][^\W\d_]+)*")
+_USER = re.compile(r"\bUser\b")  # the prompt's word for the user (prompts.py)
 
 
-def name_the_user(facts: Sequence[Fact], messages: Sequence[NewMessage]) -> list[Fact]:
+def name_the_user(
+    facts: Sequence[Fact], messages: Sequence[NewMessage], *, speakers: Speakers | None = None
+) -> list[Fact]:
     """Facts with "User" replaced by the user's name: the name of the user-side speaker of the
     fact's source messages when they give exactly one, else the name of the user side of the
     whole add when it gives exactly one. The prompt asks for "User" (an application's user
@@ -225,10 +241,10 @@ def name_the_user(facts: Sequence[Fact], messages: Sequence[NewMessage]) -> list
     Bio" was not found for "Which company does Jonah work for now?", where "Jonah left Juniper
     Robotics ..." is. In a dialogue where both people write as the user, the fact's own
     message tells who "User" is."""
-    every = _user_names(messages)
+    every = (speakers or Speakers.of(messages)).user_names
     named = []
     for fact in facts:
-        own = _user_names([messages[i] for i in fact.sources if 0 <= i < len(messages)])
+        own = user_names([messages[i] for i in fact.sources if 0 <= i < len(messages)])
         names = own if len(own) == 1 else every
         if len(names) == 1:
             (name,) = names
@@ -237,8 +253,55 @@ def name_the_user(facts: Sequence[Fact], messages: Sequence[NewMessage]) -> list
     return named
 
 
-def _user_names(messages: Sequence[NewMessage]) -> set[str]:
-    """The names of the user-side speakers of `messages`; none when one is not a plain name
-    (an id such as "user_42" is no name to write into a fact)."""
-    names = {m.name.strip() for m in messages if m.role == "user" and m.name and m.name.strip()}
-    return names if all(_PLAIN_NAME.fullmatch(name) for name in names) else set()
+
+# -- the checks (base.FactCheck), in the order pipeline.py runs them -------------------------------
+
+
+class Grounding:
+    """A fact's source message and speaker corrected by the words they share (`ground_facts`)."""
+
+    def check(self, facts: Sequence[Fact], ctx: CheckContext) -> tuple[list[Fact], list[Dropped]]:
+        return ground_facts(
+            facts, ctx.messages, ctx.shown, speakers=ctx.speakers, lexicon=ctx.lexicon
+        )
+
+
+class ContextCopies:
+    """Facts copied from the shown memories or recent messages dropped (`drop_context_copies`)."""
+
+    def check(self, facts: Sequence[Fact], ctx: CheckContext) -> tuple[list[Fact], list[Dropped]]:
+        return drop_context_copies(
+            facts, ctx.messages, ctx.shown, ctx.seen, speakers=ctx.speakers, lexicon=ctx.lexicon
+        )
+
+
+class InventedNames:
+    """Facts naming what no text the model saw names dropped (`drop_invented_names`)."""
+
+    def check(self, facts: Sequence[Fact], ctx: CheckContext) -> tuple[list[Fact], list[Dropped]]:
+        return drop_invented_names(
+            facts, ctx.messages, ctx.seen, speakers=ctx.speakers, lexicon=ctx.lexicon
+        )
+
+
+class SubjectSwaps:
+    """Facts moving a third person's deed onto the user dropped (`drop_subject_swaps`)."""
+
+    def check(self, facts: Sequence[Fact], ctx: CheckContext) -> tuple[list[Fact], list[Dropped]]:
+        return drop_subject_swaps(
+            facts, ctx.messages, ctx.people_in, speakers=ctx.speakers, lexicon=ctx.lexicon
+        )
+
+
+class NameOnly:
+    """Facts saying only what a speaker is called dropped (`drop_name_only_facts`)."""
+
+    def check(self, facts: Sequence[Fact], ctx: CheckContext) -> tuple[list[Fact], list[Dropped]]:
+        return drop_name_only_facts(facts, ctx.messages, speakers=ctx.speakers, lexicon=ctx.lexicon)
+
+
+class NameTheUser:
+    """"User" in a fact replaced by the user's name (`name_the_user`); drops nothing."""
+
+    def check(self, facts: Sequence[Fact], ctx: CheckContext) -> tuple[list[Fact], list[Dropped]]:
+        return name_the_user(facts, ctx.messages, speakers=ctx.speakers), []

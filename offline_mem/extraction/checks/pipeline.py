@@ -1,0 +1,46 @@
+"""The fact checks in the order an add runs them (base.FactCheck), and `check_facts`.
+
+Order matters: grounding first corrects each fact's source message and speaker, which the later
+checks read; then the drops (copies of the context, invented names, a third person's deed moved
+onto the user, facts that only name a speaker); last the rewrites of the facts that stay ("User"
+named, relative dates resolved), so a dropped fact costs no rewrite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..admission import Fact
+from .base import CheckContext, Dropped, FactCheck
+from .fact_dates import AbsoluteDates
+from .grounding import (
+    ContextCopies,
+    Grounding,
+    InventedNames,
+    NameOnly,
+    NameTheUser,
+    SubjectSwaps,
+)
+
+FACT_CHECKS: tuple[FactCheck, ...] = (
+    Grounding(),
+    ContextCopies(),
+    InventedNames(),
+    SubjectSwaps(),
+    NameOnly(),
+    NameTheUser(),
+    AbsoluteDates(),
+)
+
+
+def check_facts(
+    facts: Sequence[Fact], context: CheckContext, checks: Sequence[FactCheck] = FACT_CHECKS
+) -> tuple[list[Fact], list[Dropped]]:
+    """The facts every check keeps, as the checks left them, and every drop with its reason, in
+    the order the checks made them."""
+    kept = list(facts)
+    dropped: list[Dropped] = []
+    for check in checks:
+        kept, out = check.check(kept, context)
+        dropped.extend(out)
+    return kept, dropped

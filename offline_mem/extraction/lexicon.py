@@ -1,0 +1,197 @@
+"""The words of one language that the fact checks know, in one place: stop words, the calendar,
+the words that name the speakers or only say what someone is called, and the relative date
+phrases with what each one means.
+
+A `Memory` takes the lexicon of its spaCy pipeline's language (`lexicon_for`: "en_core_web_sm"
+is English). The checks (checks/) hold the logic and no word of any language; another language
+is one more `Lexicon` here, registered in LEXICONS. The prompts the model reads are English
+(prompts.py) whatever the lexicon.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+
+# What a relative date phrase means, as the checks compute it (checks/relative_dates.py):
+#   day-2 .. day+2    that many days from the observation day
+#   days-ago          (number) days before it     weeks-ago       (number) weeks before it
+#   weekday-before    the (weekday) strictly before it      weekday-after   ... strictly after it
+#   weekend-before, week-before, week-after, month-before, month-after, year-before, year-after
+MEANINGS = frozenset({
+    "day-2", "day-1", "day+0", "day+1", "day+2", "days-ago", "weeks-ago", "weekday-before",
+    "weekday-after", "weekend-before", "week-before", "week-after", "month-before", "month-after",
+    "year-before", "year-after",
+})  # fmt: skip
+# How each kind of resolved date is written: (preposition, text). The text formats {date} (a long
+# date), {month} (a month's name) and {year}.
+DATE_KINDS = frozenset(
+    {"day", "around-day", "weekend-before", "week-before", "week-after", "month", "year"}
+)
+
+
+@dataclass(frozen=True, eq=False)
+class Lexicon:
+    language: str  # the ISO 639-1 code spaCy's pipelines start with ("en" of "en_core_web_sm")
+    stop_words: frozenset[str]  # lowercase; a content word is any other word
+    month_names: tuple[str, ...]  # lowercase, January first
+    weekdays: tuple[str, ...]  # lowercase, Monday first
+    # words that count as one content word: "lives in Ghent" / "moved to Aarhus" share one
+    same_stem: Mapping[str, str]
+    strip_ending: Callable[[str], str]  # a crude stem: the word without its inflection
+    first_person: frozenset[str]  # "I", "my", ...: a sentence about the speaker
+    naming_words: frozenset[str]  # words that only say what someone is called
+    side_words: frozenset[str]  # the words the extraction prompt uses for the two sides
+    numbers: Mapping[str, int]  # number words of relative dates ("two days ago")
+    # words that, right before a relative date phrase, already say "when" ("since yesterday")
+    prepositions: frozenset[str]
+    relative_dates: tuple[tuple[re.Pattern[str], str], ...]  # (phrase, meaning), longest first
+    date_words: Mapping[str, tuple[str, str]]  # kind of resolved date -> (preposition, text)
+    long_date: str  # a day written out: {day} {month} {year}
+    written_date: re.Pattern[str]  # a date written out in a text, preposition included
+
+    @property
+    def months(self) -> frozenset[str]:
+        return frozenset(self.month_names)
+
+    def __post_init__(self) -> None:
+        unknown = {meaning for _, meaning in self.relative_dates} - MEANINGS
+        missing = DATE_KINDS - set(self.date_words)
+        if unknown or missing:
+            raise ValueError(f"lexicon {self.language!r}: meanings {unknown}, kinds {missing}")
+
+
+# -- English --------------------------------------------------------------------------------------
+
+_EN_MONTHS = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+)  # fmt: skip
+_EN_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_EN_NUMBERS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "a couple of": 2, "a": 1,
+}  # fmt: skip
+_EN_PREPOSITIONS = frozenset({
+    "since", "from", "until", "till", "by", "before", "after", "on", "in", "at", "of", "as",
+    "during", "to",
+})  # fmt: skip
+# Where someone lives and where they work are the facts that change most, and "lives in Ghent" /
+# "moved to Aarhus" or "works as a nurse" / "started a new job" share no word: each group of
+# words counts as one.
+_EN_HOME_WORDS = "live lives living lived move moves moving moved relocated"
+_EN_WORK_WORDS = "work works working worked job jobs employed hired career"
+
+
+def _english_ending(word: str) -> str:
+    """A plural or verb ending off, then a final "e" off ("adopted" and "adopt", "kids" and
+    "kid", "baked" and "bake" meet)."""
+    if len(word) > 5 and word.endswith("ing"):
+        word = word[:-3]
+    elif len(word) > 4 and word.endswith("ed"):
+        word = word[:-2]
+    elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    return word
+
+
+def _english_relative_dates() -> tuple[tuple[re.Pattern[str], str], ...]:
+    """Unambiguous English phrases only; anything else is left as written. Longest first."""
+    number = "|".join(sorted((re.escape(k) for k in _EN_NUMBERS), key=len, reverse=True))
+    weekday = "|".join(_EN_WEEKDAYS)
+    rules = [
+        (r"\bthe day before yesterday\b", "day-2"),
+        (r"\bthe day after tomorrow\b", "day+2"),
+        (r"\byesterday (?:morning|afternoon|evening)\b|\byesterday\b(?!')|\blast night\b",
+         "day-1"),
+        (r"\btomorrow (?:morning|afternoon|evening|night)\b|\btomorrow\b(?!')", "day+1"),
+        (r"\b(?:today|tonight|this (?:morning|afternoon|evening))\b(?!')", "day+0"),
+        (rf"\b({number}|\d{{1,2}}) days? ago\b", "days-ago"),
+        (rf"\b({number}|\d{{1,2}}) weeks? ago\b", "weeks-ago"),
+        (rf"\blast ({weekday})\b", "weekday-before"),
+        (rf"\b(?:next|this coming) ({weekday})\b", "weekday-after"),
+        (r"\blast weekend\b", "weekend-before"),
+        (r"\blast week\b", "week-before"),
+        (r"\bnext week\b", "week-after"),
+        (r"\blast month\b", "month-before"),
+        (r"\bnext month\b", "month-after"),
+        (r"\blast year\b", "year-before"),
+        (r"\bnext year\b", "year-after"),
+    ]  # fmt: skip
+    return tuple((re.compile(pattern, re.I), meaning) for pattern, meaning in rules)
+
+
+def _english_written_date() -> re.Pattern[str]:
+    """"on Saturday, 15 May 2023", "23 April", "April 23rd, 2023", "2023-04-23 (Sunday)", with
+    the preposition before it when there is one."""
+    month = "|".join(_EN_MONTHS)
+    weekday = "|".join(_EN_WEEKDAYS)
+    ordinal = r"(?:st|nd|rd|th)?"
+    return re.compile(
+        rf"(?:\b(?:on|in|around)\s+)?(?:\b(?:{weekday}),?\s+)?(?:the\s+)?(?:"
+        rf"\b(?P<d1>\d{{1,2}}){ordinal}\s+(?:of\s+)?(?P<m1>{month})(?:,?\s+(?P<y1>\d{{4}}))?\b"
+        rf"|\b(?P<m2>{month})\s+(?P<d2>\d{{1,2}}){ordinal}(?:,?\s+(?P<y2>\d{{4}}))?\b"
+        rf"|\b(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})(?:\s+\((?:{weekday})\))?)",
+        re.IGNORECASE,
+    )
+
+
+ENGLISH = Lexicon(
+    language="en",
+    stop_words=frozenset(
+        """
+        a about after again all also am an and any are as at be been before being both but by can
+        could did do does doing during each for from further had has have having he her here hers
+        him his how i if in into is it its just me more most my no nor not now of off on once only
+        or other our out over own same she should so some such than that the their them then there
+        these they this those through to too under until up very was we were what when where which
+        while who whom why will with would you your yours user assistant s t don didn isn wasn
+        really lately still hey hi hello oh yes yeah ok okay
+        """.split()  # noqa: SIM905 - a word list reads better as text
+    ),
+    month_names=_EN_MONTHS,
+    weekdays=_EN_WEEKDAYS,
+    same_stem={
+        **{word: "resid" for word in _EN_HOME_WORDS.split()},
+        **{word: "occup" for word in _EN_WORK_WORDS.split()},
+    },
+    strip_ending=_english_ending,
+    first_person=frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours"}),
+    naming_words=frozenset({"name", "named", "names", "called", "call", "calls", "goes", "go"}),
+    side_words=frozenset({"user", "assistant"}),
+    numbers=_EN_NUMBERS,
+    prepositions=_EN_PREPOSITIONS,
+    relative_dates=_english_relative_dates(),
+    date_words={
+        "day": ("on", "{date}"),
+        "around-day": ("around", "{date}"),
+        "weekend-before": ("on", "the weekend before {date}"),
+        "week-before": ("in", "the week before {date}"),
+        "week-after": ("in", "the week after {date}"),
+        "month": ("in", "{month} {year}"),
+        "year": ("in", "{year}"),
+    },
+    long_date="{day} {month} {year}",  # '23 September 2023': unambiguous, and LoCoMo's style
+    written_date=_english_written_date(),
+)
+
+LEXICONS = {ENGLISH.language: ENGLISH}
+
+
+def lexicon_for(pipeline: str | None) -> Lexicon:
+    """The lexicon of a spaCy pipeline's language, read from its name ("en_core_web_sm" -> "en");
+    English when no pipeline is configured (keyword analysis then uses the English one)."""
+    if pipeline is None:
+        return ENGLISH
+    language = pipeline.split("_", 1)[0].lower()
+    if language not in LEXICONS:
+        raise ConfigError(
+            f"no word lists for the language {language!r} of the spaCy pipeline {pipeline!r}; "
+            f"the fact checks know {sorted(LEXICONS)} (extraction/lexicon.py)"
+        )
+    return LEXICONS[language]
