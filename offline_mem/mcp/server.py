@@ -1,8 +1,8 @@
 """The memory as an MCP server over stdio, built on the official `mcp` SDK (`MCPServer`).
 
-Seven tools (mcp_tools.py does the work): each has a JSON schema for its arguments and its
+Seven tools (tools.py does the work): each has a JSON schema for its arguments and its
 structured result, a one-line description written for a model, and returns the result dict as
-structured content with a short text rendering (mcp_text.py). An `OfflineMemError` becomes a
+structured content with a short text rendering (text.py). An `OfflineMemError` becomes a
 tool error carrying the library's message; the server stays up. The SDK runs each call in a
 worker thread; one `Memory` serves them all (it is thread-safe), so the models load once.
 

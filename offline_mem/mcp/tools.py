@@ -2,8 +2,8 @@
 
 Each tool is a method that fills in the server's default scope, calls the public `Memory` API
 and returns the result dict (the tool's structured content) with a short text rendering of it
-(mcp_text.py). Errors are the library's own (`OfflineMemError` and subclasses); the server turns
-them into tool errors. The SDK wiring is in mcp_server.py.
+(text.py). Errors are the library's own (`OfflineMemError` and subclasses); the server turns
+them into tool errors. The SDK wiring is in server.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The background worker of a `Memory`: runs the extraction jobs of async adds (store_jobs.py).
+"""The background worker of a `Memory`: runs the extraction jobs of async adds (jobs.py).
 
 One daemon thread per `Memory`, started when there is work (an async add; a file opened with
 jobs left by a process that ended; `flush()`), and ended when the file has no job left. It

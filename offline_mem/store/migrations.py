@@ -213,7 +213,7 @@ def _m003_vector_changes(db: Database, ctx: MigrationContext) -> None:
 
 
 def _m004_message_vectors_with_names(db: Database, ctx: MigrationContext) -> None:
-    # Message vectors are now made from "<name>: <content>" (store_messages.message_embedding_text).
+    # Message vectors are now made from "<name>: <content>" (messages.message_embedding_text).
     # Vectors written before are dropped and rebuilt by `Memory` on open, like migration 002's.
     has_messages = db.query_one("SELECT 1 FROM messages LIMIT 1") is not None
     if has_messages:
@@ -276,7 +276,7 @@ def _m006_message_keywords(db: Database, ctx: MigrationContext) -> None:
 
 
 def _m007_extraction_jobs(db: Database, ctx: MigrationContext) -> None:
-    # The queue of `add(..., async_mode=True)` (store_jobs.py): the add commits its messages and
+    # The queue of `add(..., async_mode=True)` (jobs.py): the add commits its messages and
     # one job row together; a worker claims the job (owner + lease), runs the extraction, and
     # commits the memories with the job marked done in one transaction. Jobs of one scope run in
     # seq order. `request` is JSON: the kind's inputs (message ids, metadata, the add's time).
