@@ -11,7 +11,7 @@ the language (extraction/lexicon.py). pipeline.py runs the checks in order.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -30,7 +30,7 @@ _PLAIN_NAME = re.compile(r"[^\W\d_]+(?:[ '-][^\W\d_]+)*")
 class Speakers:
     """Who the two sides of a conversation are, as facts name them."""
 
-    sides: Mapping[str, frozenset[str]]  # role -> its role word and its speakers' name words
+    sides: dict[str, frozenset[str]]  # role -> its role word and its speakers' name words
     user_names: frozenset[str]  # the user side's full names; none when one is not a plain name
 
     @property
