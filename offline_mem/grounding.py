@@ -70,6 +70,7 @@ def ground_facts(
 
 
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours"})
+SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "yourselves"})
 # spaCy's small model often labels a first name ORG or GPE ("Joel" ORG, "Valencia" PERSON in
 # "Joel has been living in Valencia"), so any named entity counts; the first one is the likely
 # subject. Unlabelled proper-noun runs ("PROPER") do not: a capitalised first word is too often
