@@ -54,9 +54,7 @@ class MemoryConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ConfigError(
-                f"unknown config key(s) {unknown}; known keys are {sorted(known)}"
-            )
+            raise ConfigError(f"unknown config key(s) {unknown}; known keys are {sorted(known)}")
         for key in ("path", "models_dir", "custom_instructions"):
             if values.get(key) is not None and not isinstance(values[key], (str, os.PathLike)):
                 raise ConfigError(f"config {key!r} must be a string path, got {values[key]!r}")

@@ -143,3 +143,32 @@ def test_an_async_add_is_searchable_at_once_and_extracted_in_the_background(extr
     finally:
         m._worker.stop()  # the session's extractor stays open for the other tests
         m.store.close()
+
+
+def test_each_fact_of_a_named_dialogue_is_about_the_person_who_said_it(extractor, tmp_path):
+    """Two named people, the traps read on real dialogue: a question to the other person, an
+    echo ("me too"), a reply about oneself. Every fact of a message starts with its speaker's
+    name (the answer's grammar), so the cello stays Priya's and the running Tomasz's."""
+    m = Memory({"path": str(tmp_path / "m.db")}, extractor=extractor)
+    turns = [
+        {"role": "user", "name": "Priya", "timestamp": "2026-03-02T10:00:00",
+         "content": "I started learning the cello last month. Have you ever played an "
+                    "instrument, Tomasz?"},
+        {"role": "assistant", "name": "Tomasz", "timestamp": "2026-03-02T10:01:00",
+         "content": "Never, but I run every morning before work. I love autumn too."},
+        {"role": "user", "name": "Priya", "timestamp": "2026-03-02T10:02:00",
+         "content": "Autumn is my favourite season! My brother Arjun is a pilot."},
+    ]  # fmt: skip
+    try:
+        m.add(turns, user_id="chat")
+        facts = [r["memory"] for r in m.get_all(filters={"user_id": "chat"})["results"]]
+    finally:
+        m.store.close()
+    assert any("cello" in f.lower() for f in facts), facts
+    assert any("run" in f.lower() for f in facts), facts
+    for fact in facts:
+        assert fact.startswith(("Priya", "Tomasz")), fact
+        said_by = "Priya" if any(w in fact.lower() for w in ("cello", "arjun", "pilot")) else None
+        said_by = "Tomasz" if "run" in fact.lower() else said_by
+        if said_by is not None:
+            assert fact.startswith(said_by), (fact, facts)

@@ -70,10 +70,12 @@ def test_the_memory_file_records_the_grounded_source(tmp_path) -> None:
     with Memory({"path": str(tmp_path / "m.db"), "nlp": None}, embedder=FakeEmbedder(),
                 extractor=extractor) as memory:  # fmt: skip
         result = memory.add(
-            [{"role": "user", "name": "Oskar", "content": MESSAGES[1].content},
-             {"role": "assistant", "name": "Alex", "content": MESSAGES[2].content}],
+            [
+                {"role": "user", "name": "Oskar", "content": MESSAGES[1].content},
+                {"role": "assistant", "content": MESSAGES[2].content},
+            ],
             user_id="u1",
-        )  # fmt: skip
+        )  # fmt: skip  (one named speaker: one model call for both messages)
         assert [r["memory"] for r in result["results"]] == ["Oskar sold the Kia Niro."]
         hits = memory.search(
             "Kia Niro", filters={"user_id": "u1"}, include_sources=True, include_messages=False
@@ -202,3 +204,27 @@ def test_user_becomes_the_users_name_when_the_messages_give_exactly_one() -> Non
     assert name_the_user(facts, odd) == facts  # not a plain name
     users = [one("Users like tea.", "user", (1,))]
     assert name_the_user(users, MESSAGES) == users  # the word only
+
+
+def test_two_named_speakers_are_asked_about_one_message_at_a_time(tmp_path) -> None:
+    """A dialogue between named people: one model call per message, each message new in its
+    own call with the earlier ones as context; every fact opens with its message's speaker."""
+    extractor = FakeExtractor(
+        answer("Priya sold her old car."), answer("Tomasz has a hamster called Noodle.")
+    )
+    with Memory({"path": str(tmp_path / "m.db"), "nlp": None}, embedder=FakeEmbedder(),
+                extractor=extractor) as memory:  # fmt: skip
+        result = memory.add(
+            [{"role": "user", "name": "Priya", "content": "I finally sold my old car."},
+             {"role": "assistant", "name": "Tomasz", "content": MESSAGES[2].content}],
+            user_id="u1",
+        )  # fmt: skip
+        first, second = (call.messages[1]["content"] for call in extractor.calls)
+        assert "1. user (Priya): I finally sold my old car." in first and "Noodle" not in first
+        assert "Recent messages (context only):\n- user (Priya): I finally sold" in second
+        assert "1. assistant (Tomasz): I have a hamster" in second
+        assert [call.schema["properties"]["1"]["items"]["pattern"][:7] for call in
+                extractor.calls] == ["^Priya[", "^Tomasz"]  # fmt: skip
+        by_text = {r["memory"]: memory.get(r["id"]) for r in result["results"]}
+        assert by_text["Priya sold her old car."]["attributed_to"] == "user"
+        assert by_text["Tomasz has a hamster called Noodle."]["attributed_to"] == "assistant"

@@ -184,8 +184,12 @@ def test_the_store_and_the_models_do_not_know_each_other() -> None:
         # across: the store reaching into the models
         ("store/bad.py", "from ..pinned import embedder\n", "across: store -> pinned"),
         # under TYPE_CHECKING, from the foundation to the store
-        ("values.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-         "    from .store.records import MemoryRecord\n", "up: foundation -> store"),
+        (
+            "values.py",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+            "    from .store.records import MemoryRecord\n",
+            "up: foundation -> store",
+        ),
     ],
 )
 def test_the_checker_finds_a_bad_import(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 
 from offline_mem.extraction.procedural import PROCEDURAL_SCHEMA
@@ -14,6 +15,7 @@ from offline_mem.extraction.prompts import (
     ExistingMemory,
     PromptMessage,
     build_facts_prompt,
+    fact_subject,
     facts_schema,
     recent_window_start,
 )
@@ -45,8 +47,31 @@ def test_layout_static_first_then_variable_parts_in_order():
     assert "New messages (2025-03-14 (Friday)):\n1. user (ana): I moved to Porto." in text
     assert "I moved to Porto.\n2. assistant: Nice!" in text
     assert "x" * 299 + "…" in text and "x" * 300 not in text  # recent messages cut to 300
-    assert prompt.kind == "facts" and prompt.schema == facts_schema(2)
+    assert prompt.kind == "facts" and prompt.schema == facts_schema(2, ["ana", None])
+    assert 'start it with their name: message 1 with "ana".\nAnswer:' in text
     assert PROMPT_VERSION
+
+
+def test_facts_of_a_named_speaker_must_start_with_the_name():
+    """The grammar, not the model, decides whose fact it is: a named speaker's message gets a
+    pattern that opens with the name; a message without a (plain) name keeps free text."""
+    messages = [PromptMessage("user", "I play the cello.", name="Priya"),
+                PromptMessage("assistant", "Me too!", name="Tomasz"),
+                PromptMessage("user", "Hello", name="user_42"),
+                PromptMessage("assistant", "Hi")]  # fmt: skip
+    assert [fact_subject(m) for m in messages] == ["Priya", "Tomasz", None, None]
+    schema = build(new_messages=messages).schema
+    items = {key: value["items"] for key, value in schema["properties"].items()}
+    assert items["1"]["pattern"].startswith("^Priya") and items["2"]["pattern"].startswith(
+        "^Tomasz"
+    )
+    assert "pattern" not in items["3"] and "pattern" not in items["4"]
+    assert re.fullmatch(items["1"]["pattern"], "Priya plays the cello.")
+    assert not re.fullmatch(items["1"]["pattern"], "Tomasz plays the cello.")
+    assert not re.fullmatch(items["1"]["pattern"], 'Priya says "hi".')  # no escapes to go wrong
+    assert schema_to_gbnf(schema)  # compiles
+    unnamed = build().schema
+    assert unnamed == facts_schema(1) and "start it with" not in build().messages[1]["content"]
 
 
 def test_same_static_prefix_whatever_the_inputs():

@@ -33,9 +33,10 @@ def new_memory(memory_id: str, vector: np.ndarray, text: str = "") -> NewMemory:
 
 
 class Shown:
-    def __init__(self, memory_id: str, text: str = "") -> None:
+    def __init__(self, memory_id: str, text: str = "", actor_id: str | None = None) -> None:
         self.id = memory_id
         self.text = text or f"{memory_id} about the garden"
+        self.actor_id = actor_id
 
 
 def test_pairs_most_similar_first_above_the_floor_each_old_memory_once():
@@ -171,3 +172,22 @@ def test_the_default_choose_reads_the_greedy_answer():
     assert no.choose(prompt, '{"changed":', (" true", " false")) == {" true": 0.0, " false": 1.0}
     with pytest.raises(ExtractionError, match="no option"):
         no.choose(prompt, '{"changed":', (" yes", " no"))
+
+
+def test_a_fact_said_by_one_named_speaker_never_supersedes_anothers():
+    """Two people in one scope: the old fact is Priya's, the new one Tomasz's; however alike,
+    they are not checked (measured: every such supersession on the dev set was wrong)."""
+    from dataclasses import replace
+
+    from offline_mem.extraction.supersession import same_speaker
+
+    assert same_speaker("Priya", "priya") and same_speaker(None, "Priya")
+    assert same_speaker("Tomasz", None) and not same_speaker("Tomasz", "Priya")
+    shown = [Shown("hers", "Priya is allergic to cats.", actor_id="Priya"),
+             Shown("his", "Tomasz is allergic to pollen.", actor_id="Tomasz")]  # fmt: skip
+    vectors = np.stack([unit(1, 0.1), unit(1, 0.5)])
+    new = replace(new_memory("n", unit(1, 0.1), "Tomasz is allergic to dogs."), actor_id="Tomasz")
+    pairs = pairs_to_check([new], shown, vectors)  # type: ignore[arg-type]
+    assert [(p.memory, p.shown) for p in pairs] == [(0, 1)]  # his own, not the closer one
+    unnamed = replace(new, actor_id=None)  # an application's user: no speaker to tell apart
+    assert [(p.memory, p.shown) for p in pairs_to_check([unnamed], shown, vectors)] == [(0, 0)]  # type: ignore[arg-type]

@@ -43,6 +43,7 @@ class Lexicon:
     same_stem: Mapping[str, str]
     strip_ending: Callable[[str], str]  # a crude stem: the word without its inflection
     first_person: frozenset[str]  # "I", "my", ...: a sentence about the speaker
+    second_person: frozenset[str]  # "you", "your", ...: words a third-person fact never keeps
     naming_words: frozenset[str]  # words that only say what someone is called
     side_words: frozenset[str]  # the words the extraction prompt uses for the two sides
     numbers: Mapping[str, int]  # number words of relative dates ("two days ago")
@@ -127,7 +128,7 @@ def _english_relative_dates() -> tuple[tuple[re.Pattern[str], str], ...]:
 
 
 def _english_written_date() -> re.Pattern[str]:
-    """"on Saturday, 15 May 2023", "23 April", "April 23rd, 2023", "2023-04-23 (Sunday)", with
+    """ "on Saturday, 15 May 2023", "23 April", "April 23rd, 2023", "2023-04-23 (Sunday)", with
     the preposition before it when there is one."""
     month = "|".join(_EN_MONTHS)
     weekday = "|".join(_EN_WEEKDAYS)
@@ -162,6 +163,7 @@ ENGLISH = Lexicon(
     },
     strip_ending=_english_ending,
     first_person=frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours"}),
+    second_person=frozenset({"you", "your", "yours", "yourself", "yourselves"}),
     naming_words=frozenset({"name", "named", "names", "called", "call", "calls", "goes", "go"}),
     side_words=frozenset({"user", "assistant"}),
     numbers=_EN_NUMBERS,

@@ -26,6 +26,7 @@ asked afterwards, one pair at a time (`supersession.py`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,7 +34,7 @@ from typing import Any
 
 from ..pinned.extractor import Prompt
 
-PROMPT_VERSION = "facts-5"  # facts-4 with a worked example free of benchmark names
+PROMPT_VERSION = "facts-7"  # facts-5, each fact of a named speaker's message starts with the name
 
 MAX_FACTS = 6  # facts per answer (two messages rarely hold more)
 MAX_FACT_CHARS = 200
@@ -53,18 +54,45 @@ NEW_MESSAGE_CHARS = 4000  # each new message is cut to this
 FACTS_MAX_TOKENS = 512
 
 
-def facts_schema(new_messages: int) -> dict[str, Any]:
+# A speaker name that can open a fact: letters, joined by single spaces, apostrophes or hyphens
+# (an id such as "user_42" is no name to write into a fact).
+_PLAIN_NAME = re.compile(r"[^\W\d_]+(?:[ '-][^\W\d_]+)*")
+# The rest of a fact after its subject: JSON string characters without escapes or control
+# characters (a raw newline in a fact made an answer invalid JSON, see extractor._JSON_CHAR).
+_FACT_TAIL = r'[^"\\\x00-\x1F]+'
+
+
+SUBJECT_RULE = "A fact of a message is about the person who wrote it; start it with their name: {}."
+
+
+def fact_subject(message: PromptMessage) -> str | None:
+    """The name every fact of `message` starts with: its speaker's name, when it has a plain one.
+
+    Measured on real dialogue between two named people (dev set, 100 facts read): 26% of the
+    facts were credited to the wrong person, mostly a question to the other person ("Have you
+    tried ...?") or an echo ("me too") written as the other's fact. The answer's grammar makes
+    each fact of a message start with the name of the person who said it, so a fact can only
+    be about someone else through its speaker ("Lena's sister ...", "Lena asked Rui ...").
+    Messages without a name (an application's user and assistant) keep "User"."""
+    name = (message.name or "").strip()
+    return name if _PLAIN_NAME.fullmatch(name) else None
+
+
+def facts_schema(new_messages: int, subjects: Sequence[str | None] | None = None) -> dict[str, Any]:
     """The answer: an object keyed by the number of each new message that states facts, each
     holding the list of those facts. Keys are optional and in order, so an answer with nothing
-    new is {}."""
-    facts = {
-        "type": "array",
-        "maxItems": MAX_FACTS,
-        "items": {"type": "string", "minLength": 1, "maxLength": MAX_FACT_CHARS},
-    }
+    new is {}. `subjects[n - 1]`, when given, is the name each fact of message n starts with."""
+
+    def facts(subject: str | None) -> dict[str, Any]:
+        item: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MAX_FACT_CHARS}
+        if subject is not None:
+            item = {"type": "string", "pattern": f"^{subject}{_FACT_TAIL}$"}
+        return {"type": "array", "maxItems": MAX_FACTS, "items": item}
+
+    names = list(subjects) if subjects is not None else [None] * new_messages
     return {
         "type": "object",
-        "properties": {str(n): facts for n in range(1, new_messages + 1)},
+        "properties": {str(n): facts(names[n - 1]) for n in range(1, new_messages + 1)},
         "additionalProperties": False,
     }
 
@@ -220,6 +248,10 @@ def build_facts_prompt(
         "\nWrite only facts stated in the new messages above; never copy an existing memory, "
         "write what changed."
     )
+    subjects = [fact_subject(m) for m in new_messages]
+    named = [f'message {n} with "{s}"' for n, s in enumerate(subjects, start=1) if s]
+    if named:
+        parts.append(SUBJECT_RULE.format(", ".join(named)))
     parts.append("Answer:")
     return Prompt(
         kind="facts",
@@ -227,6 +259,6 @@ def build_facts_prompt(
             {"role": "system", "content": system},
             {"role": "user", "content": "\n".join(parts)},
         ),
-        schema=facts_schema(len(new_messages)),
+        schema=facts_schema(len(new_messages), subjects),
         max_tokens=FACTS_MAX_TOKENS,
     )

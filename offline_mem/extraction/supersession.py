@@ -114,8 +114,9 @@ def pairs_to_check(
     lexicon: Lexicon = ENGLISH,
 ) -> list[CheckPair]:
     """Each new memory with its most similar existing memory that shares a content word with it
-    (`names`, the speakers' names, do not count); pairs below the floor dropped; at most
-    MAX_CHECKS, most similar first; an old memory is checked once."""
+    (`names`, the speakers' names, do not count) and was said by the same speaker when both
+    speakers are named; pairs below the floor dropped; at most MAX_CHECKS, most similar first;
+    an old memory is checked once."""
     if not len(existing):
         return []
     candidates = []
@@ -123,7 +124,10 @@ def pairs_to_check(
     for index, memory in enumerate(memories):
         similar = matrix @ np.asarray(memory.vector, dtype=np.float32)
         for j in np.argsort(-similar, kind="stable"):
-            if share_a_content_word(memory.text, existing[int(j)].text, names, lexicon):
+            old = existing[int(j)]
+            if same_speaker(memory.actor_id, old.actor_id) and share_a_content_word(
+                memory.text, old.text, names, lexicon
+            ):
                 candidates.append(CheckPair(index, int(j), float(similar[int(j)])))
                 break
     candidates.sort(key=lambda p: (-p.similarity, p.memory))
@@ -137,6 +141,15 @@ def pairs_to_check(
         if len(chosen) == MAX_CHECKS:
             break
     return chosen
+
+
+def same_speaker(new: str | None, old: str | None) -> bool:
+    """Whether a new fact may say an old one changed, as far as their speakers go: one person's
+    news does not end another's fact. Measured on the dev set's memory file (8 real
+    conversations, facts-5 with the greedy check): 17 of its 70 supersessions paired facts said
+    by different named speakers, and all 17 were wrong (one person's allergy ending the other's,
+    one's photo replacing the other's). Unnamed speakers (an application's user) always may."""
+    return new is None or old is None or new.strip().casefold() == old.strip().casefold()
 
 
 def build_check_prompt(

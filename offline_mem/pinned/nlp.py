@@ -87,4 +87,3 @@ def _term(token: Any) -> str | None:
         text = (token.lemma_ or token.text).lower()
     text = text.strip("'\"-_.,")
     return text or None
-

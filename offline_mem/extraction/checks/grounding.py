@@ -253,17 +253,28 @@ def name_the_user(
     return named
 
 
-
 # -- the checks (base.FactCheck), in the order pipeline.py runs them -------------------------------
 
 
 class Grounding:
-    """A fact's source message and speaker corrected by the words they share (`ground_facts`)."""
+    """A fact's source message and speaker corrected by the words they share (`ground_facts`),
+    among the messages of the model call that wrote it."""
 
     def check(self, facts: Sequence[Fact], ctx: CheckContext) -> tuple[list[Fact], list[Dropped]]:
-        return ground_facts(
-            facts, ctx.messages, ctx.shown, speakers=ctx.speakers, lexicon=ctx.lexicon
-        )
+        if len(ctx.groups) <= 1:
+            return ground_facts(
+                facts, ctx.messages, ctx.shown, speakers=ctx.speakers, lexicon=ctx.lexicon
+            )
+        kept: list[Fact] = []
+        dropped: list[Dropped] = []
+        for group in ctx.groups:  # read_facts gives each fact one source, in its call's group
+            own = [f for f in facts if f.sources[0] in group]
+            k, d = ground_facts(
+                own, ctx.messages, group, speakers=ctx.speakers, lexicon=ctx.lexicon
+            )
+            kept += k
+            dropped += d
+        return kept, dropped
 
 
 class ContextCopies:
@@ -301,7 +312,7 @@ class NameOnly:
 
 
 class NameTheUser:
-    """"User" in a fact replaced by the user's name (`name_the_user`); drops nothing."""
+    """ "User" in a fact replaced by the user's name (`name_the_user`); drops nothing."""
 
     def check(self, facts: Sequence[Fact], ctx: CheckContext) -> tuple[list[Fact], list[Dropped]]:
         return name_the_user(facts, ctx.messages, speakers=ctx.speakers), []

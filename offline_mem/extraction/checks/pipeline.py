@@ -1,9 +1,9 @@
 """The fact checks in the order an add runs them (base.FactCheck), and `check_facts`.
 
 Order matters: grounding first corrects each fact's source message and speaker, which the later
-checks read; then the drops (copies of the context, invented names, a third person's deed moved
-onto the user, facts that only name a speaker); last the rewrites of the facts that stay ("User"
-named, relative dates resolved), so a dropped fact costs no rewrite.
+checks read; then the drops (copies of a new message, copies of the context, invented names, a
+third person's deed moved onto the user, facts that only name a speaker); last the rewrites of
+the facts that stay ("User" named, relative dates resolved), so a dropped fact costs no rewrite.
 """
 
 from __future__ import annotations
@@ -21,9 +21,11 @@ from .grounding import (
     NameTheUser,
     SubjectSwaps,
 )
+from .turn_copies import TurnCopies
 
 FACT_CHECKS: tuple[FactCheck, ...] = (
     Grounding(),
+    TurnCopies(),
     ContextCopies(),
     InventedNames(),
     SubjectSwaps(),
