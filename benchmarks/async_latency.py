@@ -218,19 +218,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=ROOT / "benchmarks" / "results" / "async_latency.json"
     )
-    parser.add_argument(
-        "--niceness", type=int, default=None,
-        help="the worker thread's niceness step (default: the library's job_worker value)",
-    )  # fmt: skip
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from offline_mem import Memory
     from offline_mem.config import DEFAULT_EXTRACTOR, resolve_models_dir
     from offline_mem.pinned.extractor import LlamaExtractor
-    from offline_mem.store import job_worker
 
-    if args.niceness is not None:
-        job_worker.WORKER_NICENESS = args.niceness
     chunks = CHUNKS[: args.chunks]
     load_start = os.getloadavg()
     sampler = LoadSampler()
@@ -257,7 +250,6 @@ def main(argv: list[str] | None = None) -> int:
         "git": commit,
         "chunks": len(chunks),
         "gap_seconds": args.gap,
-        "worker_niceness": job_worker.WORKER_NICENESS,
         "cpus": os.cpu_count(),
         "load_average_at_start": [round(x, 2) for x in load_start],
         "load_average_during": sampler.stop(),

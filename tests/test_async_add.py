@@ -369,25 +369,3 @@ def test_async_memory_forwards_flush_and_pending(tmp_path: Path) -> None:
             assert await memory.failed_jobs() == []
 
     asyncio.run(scenario())
-
-
-def test_the_worker_thread_yields_the_cores_to_the_application(tmp_path: Path) -> None:
-    """The extraction runs niced (Linux): its model threads inherit the worker's priority, so an
-    async add or a search made meanwhile does not share the cores with it on equal terms."""
-    if not sys.platform.startswith("linux"):
-        pytest.skip("per-thread priorities are a Linux feature")
-    seen: list[int] = []
-
-    class Recording(FakeExtractor):
-        def extract(self, prompt):  # type: ignore[no-untyped-def]
-            seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
-            return super().extract(prompt)
-
-    own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    memory = Memory({"path": str(tmp_path / "m.db"), "nlp": None}, embedder=FakeEmbedder(),
-                    extractor=Recording(answer(CONVERSATION[0][1])))  # fmt: skip
-    memory.add([{"role": "user", "content": CONVERSATION[0][0]}], user_id="u1", async_mode=True)
-    memory.flush(timeout=30)
-    memory.close()
-    assert seen == [min(19, own + job_worker.WORKER_NICENESS)]
-    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own  # caller untouched

@@ -10,8 +10,6 @@ running job finish and leaves the others queued.
 from __future__ import annotations
 
 import logging
-import os
-import sys
 import threading
 from collections.abc import Callable
 
@@ -23,11 +21,6 @@ LEASE_S = 60.0  # a claim not renewed for this long may be taken over (an owner 
 POLL_S = 0.5  # how often to look again while jobs exist that cannot be claimed yet
 MAX_ATTEMPTS = 3
 RETRY_AFTER_S = (1.0, 4.0)  # the wait before the 2nd and the 3rd run of a failed job
-# The worker thread's niceness, added to the process's. The model's compute threads are started
-# from the thread that calls it, and inherit it: on a 2-core machine the extraction then yields
-# the cores to the application's own work (an async add's embedding and SQL, a search) instead
-# of sharing them. Measured with benchmarks/async_latency.py (README, "Async adds").
-WORKER_NICENESS = 10
 
 # Runs a claimed job and commits its result; False when the claim turned out lost.
 Execute = Callable[[JobRecord, JobClaim], bool]
@@ -104,7 +97,6 @@ class JobWorker:
         return True
 
     def _loop(self) -> None:
-        lower_thread_priority(WORKER_NICENESS)
         while True:
             with self._lock:
                 if self._stopping:
@@ -128,18 +120,6 @@ class JobWorker:
                     return
             self._wake.wait(POLL_S)
             self._wake.clear()
-
-
-def lower_thread_priority(step: int) -> None:
-    """Make the calling thread (and the threads it starts) `step` nicer, where the platform has
-    per-thread priorities (Linux); elsewhere, or when refused, leave it as it is."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + step))
-    except OSError as exc:  # a sandbox may refuse it; the worker runs all the same
-        log.debug("extraction worker keeps its priority: %s", exc)
 
 
 class _Heartbeat:
