@@ -26,13 +26,13 @@ asked afterwards, one pair at a time (`supersession.py`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from ..pinned.extractor import Prompt
+from .speakers import PLAIN_NAME
 
 PROMPT_VERSION = "facts-7"  # facts-5, each fact of a named speaker's message starts with the name
 
@@ -54,9 +54,6 @@ NEW_MESSAGE_CHARS = 4000  # each new message is cut to this
 FACTS_MAX_TOKENS = 512
 
 
-# A speaker name that can open a fact: letters, joined by single spaces, apostrophes or hyphens
-# (an id such as "user_42" is no name to write into a fact).
-_PLAIN_NAME = re.compile(r"[^\W\d_]+(?:[ '-][^\W\d_]+)*")
 # The rest of a fact after its subject: JSON string characters without escapes or control
 # characters (a raw newline in a fact made an answer invalid JSON, see extractor._JSON_CHAR).
 _FACT_TAIL = r'[^"\\\x00-\x1F]+'
@@ -75,7 +72,7 @@ def fact_subject(message: PromptMessage) -> str | None:
     be about someone else through its speaker ("Lena's sister ...", "Lena asked Rui ...").
     Messages without a name (an application's user and assistant) keep "User"."""
     name = (message.name or "").strip()
-    return name if _PLAIN_NAME.fullmatch(name) else None
+    return name if PLAIN_NAME.fullmatch(name) else None
 
 
 def facts_schema(new_messages: int, subjects: Sequence[str | None] | None = None) -> dict[str, Any]:

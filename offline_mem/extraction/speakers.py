@@ -25,6 +25,9 @@ _PREFIX = re.compile(
 )
 _NAME_PARTS = re.compile(r"[ '’-]")
 MIN_PREFIXED = 2  # messages in view that must start with a name before prefixes count
+# A name that can be written into a fact: letters, joined by single spaces, apostrophes or
+# hyphens (an id such as "user_42" is no name to write into a fact).
+PLAIN_NAME = re.compile(r"[^\W\d_]+(?:[ '-][^\W\d_]+)*")
 
 
 class _Named:

@@ -10,7 +10,6 @@ the language (extraction/lexicon.py). pipeline.py runs the checks in order.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,11 +18,11 @@ from typing import Protocol
 from ...store.records import NewMessage
 from ..admission import Fact
 from ..lexicon import ENGLISH, Lexicon
+from ..speakers import PLAIN_NAME
 from .content_words import WORD
 
 Dropped = tuple[str, str]  # (fact text, why it was dropped)
 SIDES = ("user", "assistant")
-_PLAIN_NAME = re.compile(r"[^\W\d_]+(?:[ '-][^\W\d_]+)*")
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,7 @@ def user_names(messages: Sequence[NewMessage]) -> frozenset[str]:
     """The names of the user-side speakers of `messages`; none when one is not a plain name
     (an id such as "user_42" is no name to write into a fact)."""
     names = {m.name.strip() for m in messages if m.role == "user" and m.name and m.name.strip()}
-    return frozenset(names) if all(_PLAIN_NAME.fullmatch(name) for name in names) else frozenset()
+    return frozenset(names) if all(PLAIN_NAME.fullmatch(name) for name in names) else frozenset()
 
 
 class _NamesOnce:
