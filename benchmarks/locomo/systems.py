@@ -16,6 +16,8 @@ of the turns it came from (provenance, for evidence recall):
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from abc import ABC, abstractmethod
 from collections import defaultdict
@@ -27,6 +29,8 @@ from typing import Any
 import numpy as np
 
 from .loader import Turn
+
+TRACE_ENV = "OFFLINE_MEM_BENCH_TRACE"  # set: offline_mem's model calls go to <workdir>/trace.jsonl
 
 
 @dataclass(frozen=True)
@@ -130,8 +134,10 @@ def _files_size(paths: list[Path]) -> int:
 # -- offline_mem ------------------------------------------------------------------------------
 
 
-def make_recording_extractor(inner: Any, log: CallLog) -> Any:
-    """An Extractor that records each call's tokens and failure, then delegates to `inner`."""
+def make_recording_extractor(inner: Any, log: CallLog, trace: Path | None = None) -> Any:
+    """An Extractor that records each call's tokens and failure, then delegates to `inner`;
+    with `trace`, each extraction call's prompt and answer are appended to that JSONL file
+    (dataset text: it stays in the workdir, for replaying checks on the model's raw facts)."""
     from offline_mem.errors import ExtractionError
     from offline_mem.pinned.extractor import Extractor
 
@@ -148,6 +154,10 @@ def make_recording_extractor(inner: Any, log: CallLog) -> Any:
                 log.calls.append(LlmCall(0, 0, reason, error=str(exc)))
                 raise
             log.calls.append(LlmCall(out.prompt_tokens, out.completion_tokens, "stop"))
+            if trace is not None:
+                record = {"kind": prompt.kind, "messages": list(prompt.messages), "data": out.data}
+                with trace.open("a", encoding="utf-8") as f:
+                    f.write(json.dumps(record, ensure_ascii=False) + "\n")
             return out
 
         def choose(self, prompt: Any, prefix: str, options: Any) -> dict[str, float]:
@@ -175,7 +185,9 @@ class OfflineMemSystem(System):
         self.inner = LlamaExtractor(extractor, resolve_models_dir(None), threads=threads)
         self.memory = Memory(
             {"path": str(self.path), "extractor": extractor, "threads": threads},
-            extractor=make_recording_extractor(self.inner, self.log),
+            extractor=make_recording_extractor(
+                self.inner, self.log, workdir / "trace.jsonl" if os.environ.get(TRACE_ENV) else None
+            ),
         )
         self.by_content: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
         self.users: set[str] = set()

@@ -99,7 +99,7 @@ def drop_subject_swaps(
         if fact.attributed_to != "user" or not mentioned & user_side:
             kept.append(fact)
             continue
-        sentence = _source_sentence(fact, messages, every_name, lexicon)
+        sentence = source_sentence(fact, messages, every_name, lexicon)
         people = [p for p in people_in([sentence])[0] if p.lower() not in every_name]
         first_person = bool(set(words_of(sentence)) & lexicon.first_person)
         if people and not first_person and not set(words_of(people[0])) <= mentioned:
@@ -109,7 +109,7 @@ def drop_subject_swaps(
     return kept, dropped
 
 
-def _source_sentence(
+def source_sentence(
     fact: Fact, messages: Sequence[NewMessage], names: frozenset[str], lexicon: Lexicon
 ) -> str:
     words = content_stems(fact.text, names, lexicon)

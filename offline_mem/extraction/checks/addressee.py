@@ -1,0 +1,71 @@
+"""Facts about the person a message speaks to, credited to its speaker, are moved or dropped.
+
+Every fact of a named speaker's message opens with that speaker's name (prompts.fact_subject).
+When the sentence a fact comes from speaks to the other person and not about the speaker
+("Your garden looks amazing!", "Have you tried yoga?"), the 1.5B model still has to open the
+fact with the speaker's name, and writes the other person's garden as the speaker's. A fact is
+taken to be about the person addressed when its source sentence (the one sharing most content
+words) has a second-person word and no first-person word, and the fact does not name the other
+person already ("Lena thanked Rui ..." is about both). A question is no fact: dropped. A
+statement is rewritten to open with the other person's name when the add's messages name exactly
+one other speaker, else dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...store.records import NewMessage
+from ..admission import Fact
+from ..lexicon import ENGLISH, Lexicon
+from ..speakers import PLAIN_NAME
+from .base import CheckContext, Dropped, Speakers
+from .content_words import words_of
+from .grounding import source_sentence
+
+
+def _plain_name(message: NewMessage) -> str | None:
+    name = (message.name or "").strip()
+    return name if PLAIN_NAME.fullmatch(name) else None
+
+
+def move_addressed_facts(
+    facts: Sequence[Fact],
+    messages: Sequence[NewMessage],
+    *,
+    speakers: Speakers | None = None,
+    lexicon: Lexicon = ENGLISH,
+) -> tuple[list[Fact], list[Dropped]]:
+    """The facts kept (those about the person addressed rewritten to name them), and those
+    dropped with the reason."""
+    speakers = speakers or Speakers.of(messages)
+    names = {n for m in messages if (n := _plain_name(m))}
+    kept: list[Fact] = []
+    dropped: list[Dropped] = []
+    for fact in facts:
+        writer = _plain_name(messages[fact.sources[0]]) if len(fact.sources) == 1 else None
+        others = sorted(names - {writer})
+        rest = fact.text[len(writer) :] if writer and fact.text.startswith(writer) else None
+        if rest is None or any(set(words_of(o)) <= set(words_of(rest)) for o in others):
+            kept.append(fact)
+            continue
+        sentence = source_sentence(fact, messages, speakers.every, lexicon)
+        said = set(words_of(sentence))
+        if not said & lexicon.second_person or said & lexicon.first_person:
+            kept.append(fact)
+        elif sentence.rstrip().endswith("?"):
+            dropped.append((fact.text, "a question to the other person, not a fact"))
+        elif len(others) == 1:
+            # still said by the writer (attributed_to, actor_id), now about the other person
+            kept.append(Fact(others[0] + rest, fact.attributed_to, fact.sources))
+        else:
+            dropped.append((fact.text, "about the person addressed, who is not named"))
+    return kept, dropped
+
+
+class AddressedFacts:
+    """Facts about the person a message speaks to moved to them or dropped
+    (`move_addressed_facts`)."""
+
+    def check(self, facts: Sequence[Fact], ctx: CheckContext) -> tuple[list[Fact], list[Dropped]]:
+        return move_addressed_facts(facts, ctx.messages, speakers=ctx.speakers, lexicon=ctx.lexicon)

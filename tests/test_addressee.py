@@ -1,0 +1,65 @@
+"""A fact about the person a message speaks to, written under its speaker's name, is moved to
+the person addressed (a statement) or dropped (a question); facts about the speaker stay."""
+
+from __future__ import annotations
+
+from offline_mem.extraction.admission import Fact
+from offline_mem.extraction.checks.addressee import move_addressed_facts
+from offline_mem.store.records import NewMessage
+
+
+def _message(name: str, role: str, content: str) -> NewMessage:
+    return NewMessage(id=name, role=role, name=name, observed_at=None, content=content)
+
+
+def _check(priya_says: str, *facts: str, tomasz_says: str = "Thanks, it took all spring.") -> tuple[
+    list[str], list[tuple[str, str]]
+]:
+    messages = [_message("Priya", "user", priya_says), _message("Tomasz", "assistant", tomasz_says)]
+    kept, dropped = move_addressed_facts(
+        [Fact(text=f, attributed_to="user", sources=(0,)) for f in facts], messages
+    )
+    assert all(k.attributed_to == "user" for k in kept)  # still said by Priya
+    return [k.text for k in kept], dropped
+
+
+def test_a_statement_about_the_person_addressed_is_moved_to_them():
+    kept, dropped = _check("Wow, your vegetable garden looks amazing!",
+                           "Priya's vegetable garden looks amazing")  # fmt: skip
+    assert kept == ["Tomasz's vegetable garden looks amazing"] and dropped == []
+
+
+def test_a_question_to_the_other_person_is_dropped():
+    kept, dropped = _check(
+        "Nice! Have you tried the new climbing gym on Elm Street?",
+        "Priya tried the new climbing gym on Elm Street",
+    )
+    assert kept == []
+    assert dropped == [("Priya tried the new climbing gym on Elm Street",
+                        "a question to the other person, not a fact")]  # fmt: skip
+
+
+def test_facts_about_the_speaker_or_naming_both_stay():
+    kept, _ = _check(
+        "I planted tomatoes last week, you should too. Thank you for the seeds!",
+        "Priya planted tomatoes last week",
+        "Priya thanked Tomasz for the seeds",
+    )
+    assert kept == ["Priya planted tomatoes last week", "Priya thanked Tomasz for the seeds"]
+
+
+def test_with_no_single_other_speaker_the_fact_is_dropped():
+    messages = [
+        _message("Priya", "user", "Your new bike is so shiny!"),
+        _message("Tomasz", "assistant", "Thanks!"),
+        _message("Ines", "assistant", "It is!"),
+    ]
+    fact = Fact(text="Priya's new bike is shiny", attributed_to="user", sources=(0,))
+    kept, dropped = move_addressed_facts([fact], messages)
+    assert kept == [] and dropped[0][1] == "about the person addressed, who is not named"
+
+
+def test_messages_without_names_are_left_alone():
+    user = NewMessage(id="u", role="user", name=None, observed_at=None, content="Your tip helped!")
+    fact = Fact(text="User's tip helped", attributed_to="user", sources=(0,))
+    assert move_addressed_facts([fact], [user]) == ([fact], [])
