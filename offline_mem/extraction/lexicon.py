@@ -44,6 +44,9 @@ class Lexicon:
     strip_ending: Callable[[str], str]  # a crude stem: the word without its inflection
     first_person: frozenset[str]  # "I", "my", ...: a sentence about the speaker
     second_person: frozenset[str]  # "you", "your", ...: words a third-person fact never keeps
+    first_possessive: frozenset[str]  # "my", "our": what follows is the speaker's
+    second_possessive: frozenset[str]  # "your": what follows is the person addressed's
+    possessive_suffixes: tuple[str, ...]  # how a name is made possessive ("Lena's")
     naming_words: frozenset[str]  # words that only say what someone is called
     # words by which a message says something changed; only then may its facts supersede one
     change_words: frozenset[str]
@@ -166,6 +169,9 @@ ENGLISH = Lexicon(
     strip_ending=_english_ending,
     first_person=frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours"}),
     second_person=frozenset({"you", "your", "yours", "yourself", "yourselves"}),
+    first_possessive=frozenset({"my", "our"}),
+    second_possessive=frozenset({"your"}),
+    possessive_suffixes=("'s ", "’s "),
     naming_words=frozenset({"name", "named", "names", "called", "call", "calls", "goes", "go"}),
     side_words=frozenset({"user", "assistant"}),
     change_words=frozenset(
