@@ -264,6 +264,7 @@ class Memory(MemoryReads, MemoryJobs):
             scope=scope, messages=new_messages, metadata=clean_metadata, expiration_date=expiry,
             instructions=instructions, now=utc_now(),
         )  # fmt: skip
+        self._wait_for_queued(scope)  # the scope's async adds came first: extract theirs first
         plan, results = self._infer(kind, request)
         self._apply(plan)
         return _reported({"results": results}, skipped)

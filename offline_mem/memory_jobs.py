@@ -25,6 +25,7 @@ from .store.records import AddPlan, MessageRecord, NewMemory, NewMessage
 from .store.store import Store
 from .timeutil import iso, parse_datetime, utc_now
 from .validation import check_memory_id, make_scope
+from .values import Scope
 
 if TYPE_CHECKING:
     from .extraction.inference import AddRequest
@@ -96,6 +97,15 @@ class MemoryJobs:
         self._prepare(plan.memories)
         with self._lock:
             return self.store.finish_job(claim, plan, results)
+
+    def _wait_for_queued(self, scope: Scope) -> None:
+        """Block until the scope has no queued or running job, running them in this Memory's
+        worker. A synchronous add waits so, and its facts are extracted after those of the
+        scope's earlier async adds, as the adds were made (a later fact may supersede one of
+        theirs, and their prompts show the facts before them). Failed jobs do not count."""
+        while self.store.scope_pending_jobs(scope) > 0:
+            self._worker.start()
+            self._worker.wait_progress(POLL_S)
 
     def flush(self, timeout: float | None = None) -> None:
         """Block until the memory file has no queued or running extraction job (of this or any

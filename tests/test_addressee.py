@@ -63,3 +63,18 @@ def test_messages_without_names_are_left_alone():
     user = NewMessage(id="u", role="user", name=None, observed_at=None, content="Your tip helped!")
     fact = Fact(text="User's tip helped", attributed_to="user", sources=(0,))
     assert move_addressed_facts([fact], [user]) == ([fact], [])
+
+
+def test_the_speakers_possessive_of_what_the_message_gives_the_other_is_moved():
+    kept, _ = _check(
+        "I'm really impressed with your patience and commitment to the allotment!",
+        "Priya's commitment to the allotment is impressive",
+        "Priya's patience is admirable",
+    )
+    assert kept == ["Tomasz's commitment to the allotment is impressive",
+                    "Tomasz's patience is admirable"]  # fmt: skip
+    kept, _ = _check(  # hers too ("my"): it stays
+        "My patience ran out, your patience never does, I'm impressed.",
+        "Priya's patience ran out",
+    )
+    assert kept == ["Priya's patience ran out"]

@@ -95,6 +95,21 @@ def test_queued_adds_see_what_synchronous_adds_would_have_seen(tmp_path: Path) -
     queued.close()
 
 
+def test_a_synchronous_add_runs_its_scopes_queued_jobs_first(tmp_path: Path) -> None:
+    """Mixed adds in one scope are extracted in the order they were made: the synchronous add
+    waits for the async one queued before it, whose fact is stored first."""
+    script = [answer(fact) for _, fact in CONVERSATION[:2]]
+    memory = open_memory(tmp_path / "m.db", *script, job_worker=False)
+    memory.add(CONVERSATION[0][0], user_id="u1", async_mode=True)
+    memory.add(CONVERSATION[1][0], user_id="u1")
+    assert memory.pending(user_id="u1") == 0
+    first, second = prompts(memory)[:2]
+    assert CONVERSATION[0][0] in first and CONVERSATION[1][0] in second
+    stored = [row[0] for row in memory.store.db.query("SELECT text FROM memories ORDER BY rowid")]
+    assert stored == [fact for _, fact in CONVERSATION[:2]]
+    memory.close()
+
+
 def test_config_async_mode_and_the_per_call_override(tmp_path: Path) -> None:
     memory = open_memory(tmp_path / "m.db", answer("User likes figs"), async_mode=True)
     assert memory.add("I like figs", user_id="u1")["status"] == "PENDING"

@@ -112,3 +112,30 @@ def test_a_lexicon_must_mean_what_the_checks_compute() -> None:
     with pytest.raises(ValueError, match="meanings"):
         dataclasses.replace(ENGLISH, relative_dates=((re.compile("x"), "fortnight-ago"),))
     assert base.SIDES == ("user", "assistant")
+
+
+def test_with_one_call_per_message_an_earlier_message_of_the_add_is_context() -> None:
+    """The second call saw the first message as context: a fact of it that restates the first
+    message under the second speaker's name is a context copy; its own fact stays."""
+    from offline_mem.extraction.checks.grounding import ContextCopies
+
+    messages = [
+        NewMessage("m0", "user", "I used to race dinghies and won the regional cup at sixteen.",
+                   "Priya", None),
+        NewMessage("m1", "assistant", "Winning the cup is amazing! I sail on Sundays now.",
+                   "Tomasz", None),
+    ]  # fmt: skip
+    facts = [
+        Fact("Tomasz won the regional cup racing dinghies at sixteen", "assistant", (1,)),
+        Fact("Tomasz sails on Sundays", "assistant", (1,)),
+        Fact("Priya won the regional cup at sixteen", "user", (0,)),
+    ]
+    kept, dropped = ContextCopies().check(
+        facts, context(messages=messages, stored=messages, seen=[], groups=[[0], [1]])
+    )
+    assert [f.text for f in kept] == ["Priya won the regional cup at sixteen",
+                                      "Tomasz sails on Sundays"]  # fmt: skip
+    assert dropped == [(facts[0].text, "copied from the context, not in the new messages")]
+    # as one call for both messages, nothing was context: all stay
+    kept, _ = ContextCopies().check(facts, context(messages=messages, stored=messages, seen=[]))
+    assert len(kept) == 3

@@ -69,6 +69,9 @@ def test_facts_of_a_named_speaker_must_start_with_the_name():
     assert re.fullmatch(items["1"]["pattern"], "Priya plays the cello.")
     assert not re.fullmatch(items["1"]["pattern"], "Tomasz plays the cello.")
     assert not re.fullmatch(items["1"]["pattern"], 'Priya says "hi".')  # no escapes to go wrong
+    assert re.fullmatch(items["1"]["pattern"], "Priya's cello is from 1920.")  # her cello
+    assert not re.fullmatch(items["1"]["pattern"], "Priya: I play the cello.")  # the turn itself
+    assert not re.fullmatch(items["1"]["pattern"], "Priyanka plays the cello.")
     assert schema_to_gbnf(schema)  # compiles
     unnamed = build().schema
     assert unnamed == facts_schema(1) and "start it with" not in build().messages[1]["content"]

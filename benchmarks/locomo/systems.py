@@ -134,10 +134,18 @@ def _files_size(paths: list[Path]) -> int:
 # -- offline_mem ------------------------------------------------------------------------------
 
 
+def _trace(trace: Path | None, record: dict[str, Any]) -> None:
+    if trace is not None:
+        with trace.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
 def make_recording_extractor(inner: Any, log: CallLog, trace: Path | None = None) -> Any:
     """An Extractor that records each call's tokens and failure, then delegates to `inner`;
-    with `trace`, each extraction call's prompt and answer are appended to that JSONL file
-    (dataset text: it stays in the workdir, for replaying checks on the model's raw facts)."""
+    with `trace`, each extraction call's prompt, answer, tokens and seconds (of which prompt
+    evaluation), each check's seconds and each add's wall time are appended to that JSONL file
+    (dataset text: it stays in the workdir, for replaying checks on the model's raw facts and
+    splitting an add's time)."""
     from offline_mem.errors import ExtractionError
     from offline_mem.pinned.extractor import Extractor
 
@@ -154,15 +162,19 @@ def make_recording_extractor(inner: Any, log: CallLog, trace: Path | None = None
                 log.calls.append(LlmCall(0, 0, reason, error=str(exc)))
                 raise
             log.calls.append(LlmCall(out.prompt_tokens, out.completion_tokens, "stop"))
-            if trace is not None:
-                record = {"kind": prompt.kind, "messages": list(prompt.messages), "data": out.data}
-                with trace.open("a", encoding="utf-8") as f:
-                    f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            _trace(trace, {
+                "kind": prompt.kind, "messages": list(prompt.messages), "data": out.data,
+                "prompt_tokens": out.prompt_tokens, "cached_tokens": out.cached_tokens,
+                "completion_tokens": out.completion_tokens, "seconds": out.seconds,
+                "prompt_seconds": out.prompt_seconds,
+            })  # fmt: skip
             return out
 
         def choose(self, prompt: Any, prefix: str, options: Any) -> dict[str, float]:
+            started = time.perf_counter()
             chosen = inner.choose(prompt, prefix, options)
             log.calls.append(LlmCall(0, 0, "stop"))  # one forward pass, nothing written
+            _trace(trace, {"kind": "choose", "seconds": time.perf_counter() - started})
             return chosen
 
         def close(self) -> None:
@@ -183,11 +195,10 @@ class OfflineMemSystem(System):
         self.infer = infer
         self.log = CallLog()
         self.inner = LlamaExtractor(extractor, resolve_models_dir(None), threads=threads)
+        self.trace = workdir / "trace.jsonl" if os.environ.get(TRACE_ENV) else None
         self.memory = Memory(
             {"path": str(self.path), "extractor": extractor, "threads": threads},
-            extractor=make_recording_extractor(
-                self.inner, self.log, workdir / "trace.jsonl" if os.environ.get(TRACE_ENV) else None
-            ),
+            extractor=make_recording_extractor(self.inner, self.log, self.trace),
         )
         self.by_content: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
         self.users: set[str] = set()
@@ -211,6 +222,7 @@ class OfflineMemSystem(System):
         except OfflineMemError as exc:
             error = f"{type(exc).__name__}: {exc}"
         outcome = AddOutcome(seconds=time.perf_counter() - started, stored=stored, error=error)
+        _trace(self.trace, {"kind": "add", "seconds": outcome.seconds})  # after its model calls
         return summarize_calls(outcome, self.log.since(start_call))
 
     def search(self, user_id: str, query: str, top_k: int) -> list[Hit]:

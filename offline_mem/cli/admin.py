@@ -12,7 +12,7 @@ import click
 from ..errors import ModelError, OfflineMemError
 from ..store.integrity import verify_file
 from ..timeutil import unexpired_clause, utc_now
-from ..transfer.export import backup_file, export_file, open_existing
+from ..transfer.export import backup_file, export_file, file_header, open_existing
 from ..transfer.importer import import_data
 from ..transfer.reader import read_export
 from .common import (
@@ -38,6 +38,7 @@ _PLURALS = {
     "entity": "entities",
     "memory": "memories",
     "history": "history rows",
+    "job": "jobs",
 }
 
 
@@ -203,13 +204,11 @@ def flush(state: CliState, timeout: float | None) -> None:
 )
 @pass_state
 def export(state: CliState, dest: Path, vectors: bool) -> None:
-    """Write every memory, message, entity and history row as JSONL to DEST (default stdout)."""
+    """Write every memory, message, entity and history row, and the extraction jobs not done
+    yet, as JSONL to DEST (default stdout)."""
     db = open_existing(db_path(state))
     try:
-        total = db.query_one(
-            "SELECT (SELECT count(*) FROM messages) + (SELECT count(*) FROM entities) + "
-            "(SELECT count(*) FROM memories) + (SELECT count(*) FROM history)"
-        )[0]
+        total = sum(file_header(db, vectors=vectors)["counts"].values())
         if str(dest) == "-":
             written = export_file(db, sys.stdout, vectors=vectors)
         else:

@@ -172,7 +172,7 @@ def plan_facts(
     check_supersessions(
         models.extractor, admission, old, vectors[len(facts) :],
         now_day=day(request.now), instructions=request.instructions,
-        names=checks.speakers.every, lexicon=models.lexicon,
+        names=checks.speakers.every, lexicon=models.lexicon, said=[m.content for m in messages],
     )  # fmt: skip
     plan.memories.extend(admission.memories)
     return plan, admission.results, output

@@ -44,7 +44,12 @@ class Lexicon:
     strip_ending: Callable[[str], str]  # a crude stem: the word without its inflection
     first_person: frozenset[str]  # "I", "my", ...: a sentence about the speaker
     second_person: frozenset[str]  # "you", "your", ...: words a third-person fact never keeps
+    first_possessive: frozenset[str]  # "my", "our": what follows is the speaker's
+    second_possessive: frozenset[str]  # "your": what follows is the person addressed's
+    possessive_suffixes: tuple[str, ...]  # how a name is made possessive ("Lena's")
     naming_words: frozenset[str]  # words that only say what someone is called
+    # words by which a message says something changed; only then may its facts supersede one
+    change_words: frozenset[str]
     side_words: frozenset[str]  # the words the extraction prompt uses for the two sides
     numbers: Mapping[str, int]  # number words of relative dates ("two days ago")
     # words that, right before a relative date phrase, already say "when" ("since yesterday")
@@ -164,8 +169,19 @@ ENGLISH = Lexicon(
     strip_ending=_english_ending,
     first_person=frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours"}),
     second_person=frozenset({"you", "your", "yours", "yourself", "yourselves"}),
+    first_possessive=frozenset({"my", "our"}),
+    second_possessive=frozenset({"your"}),
+    possessive_suffixes=("'s ", "’s "),
     naming_words=frozenset({"name", "named", "names", "called", "call", "calls", "goes", "go"}),
     side_words=frozenset({"user", "assistant"}),
+    change_words=frozenset(
+        """
+        now anymore longer instead nowadays switched switching swapped changed changing replaced
+        moved moving relocated quit quitting left leaving sold bought stopped stopping ended
+        cancelled canceled postponed rescheduled retired resigned fired lost passed died gone
+        married divorced engaged separated broke became become turned
+        """.split()  # noqa: SIM905
+    ),
     numbers=_EN_NUMBERS,
     prepositions=_EN_PREPOSITIONS,
     relative_dates=_english_relative_dates(),

@@ -34,7 +34,9 @@ from typing import Any
 from ..pinned.extractor import Prompt
 from .speakers import PLAIN_NAME
 
-PROMPT_VERSION = "facts-7"  # facts-5, each fact of a named speaker's message starts with the name
+# facts-7: each fact of a named speaker's message starts with the name; facts-8: then a space or
+# "'s " (the name as subject or owner), so a fact cannot be the turn behind "Name:"
+PROMPT_VERSION = "facts-8"
 
 MAX_FACTS = 6  # facts per answer (two messages rarely hold more)
 MAX_FACT_CHARS = 200
@@ -57,6 +59,10 @@ FACTS_MAX_TOKENS = 512
 # The rest of a fact after its subject: JSON string characters without escapes or control
 # characters (a raw newline in a fact made an answer invalid JSON, see extractor._JSON_CHAR).
 _FACT_TAIL = r'[^"\\\x00-\x1F]+'
+# Between the name and the rest: the name is the subject ("Lena moved") or the owner ("Lena's
+# cat"). Measured on real dialogue (facts-7, dev set): with any character allowed there, the
+# 1.5B model also wrote the turn itself behind "Lena: " ("Lena: Have you tried ...?").
+_AFTER_SUBJECT = "('s)? "
 
 
 SUBJECT_RULE = "A fact of a message is about the person who wrote it; start it with their name: {}."
@@ -83,7 +89,7 @@ def facts_schema(new_messages: int, subjects: Sequence[str | None] | None = None
     def facts(subject: str | None) -> dict[str, Any]:
         item: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MAX_FACT_CHARS}
         if subject is not None:
-            item = {"type": "string", "pattern": f"^{subject}{_FACT_TAIL}$"}
+            item = {"type": "string", "pattern": f"^{subject}{_AFTER_SUBJECT}{_FACT_TAIL}$"}
         return {"type": "array", "maxItems": MAX_FACTS, "items": item}
 
     names = list(subjects) if subjects is not None else [None] * new_messages

@@ -27,6 +27,7 @@ class Decoded:
     completion_tokens: int  # tokens written, not counting the end-of-generation token
     cached_tokens: int  # prompt tokens whose keys and values the KV cache already held
     finish: Finish
+    prompt_seconds: float = 0.0  # evaluating the prompt (the rest of the call writes the answer)
 
 
 class GrammarSampler:
@@ -124,7 +125,9 @@ def decode_greedy(
     differ in the last bits on some CPUs, enough to flip a near-tie."""
     import llama_cpp
 
+    started = time.perf_counter()
     cached = _evaluate(llm, prompt, reuse_cache)
+    prompt_seconds = time.perf_counter() - started
     ctx, vocab, n_vocab = llm._ctx.ctx, llm._model.vocab, llm.n_vocab()
     sampler = GrammarSampler(llm, gbnf, root)
     written: list[int] = []
@@ -147,4 +150,4 @@ def decode_greedy(
     finally:
         sampler.close()
     text = llm.detokenize(written).decode("utf-8", errors="replace")
-    return Decoded(text, len(written), min(cached, len(prompt)), finish)
+    return Decoded(text, len(written), min(cached, len(prompt)), finish, prompt_seconds)

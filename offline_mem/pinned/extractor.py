@@ -69,6 +69,7 @@ class ExtractionOutput:
     cached_tokens: int = 0  # prompt tokens served from the KV cache
     completion_tokens: int = 0
     seconds: float = 0.0  # wall time inside the model call
+    prompt_seconds: float = 0.0  # of `seconds`, evaluating the prompt's tokens not cached
 
 
 class Extractor(ABC):
@@ -284,6 +285,7 @@ class LlamaExtractor(Extractor):
                 cached_tokens=decoded.cached_tokens,
                 completion_tokens=decoded.completion_tokens,
                 seconds=seconds,
+                prompt_seconds=decoded.prompt_seconds,
             )
 
     def choose(self, prompt: Prompt, prefix: str, options: Sequence[str]) -> dict[str, float]:

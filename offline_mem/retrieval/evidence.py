@@ -33,7 +33,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from .ranking import Ranked, Weights, score_details
@@ -111,12 +111,14 @@ def rank_evidence(
     keep that order; the messages, scored here and filtered by `threshold`, are merged in by
     score, a fact first on a tie."""
     known = list(known_entities)
+    w = message_weights
+    texts = {message.seq: message.text for message in messages}
     turns = []
     for message in messages:
         semantic = max(0.0, min(1.0, message.cosine or 0.0))
-        entity = entity_share(message.text, known)
+        # at weight 0 the entity share changes no score: read only for the items returned
+        entity = entity_share(message.text, known) if w.entity else 0.0
         keyword = message.keyword
-        w = message_weights
         score = w.semantic * semantic + w.keyword * keyword + w.entity * entity
         if threshold is None or score >= threshold:
             turns.append(Evidence("message", message.seq, score, semantic, keyword, entity))
@@ -130,4 +132,9 @@ def rank_evidence(
             next_turn += 1
         merged.append(Evidence("fact", f.rowid, f.score, f.semantic, f.keyword, f.entity))
     merged.extend(turns[next_turn:])
-    return merged[:top_k]
+    if w.entity:
+        return merged[:top_k]
+    return [
+        replace(e, entity=entity_share(texts[e.key], known)) if e.kind == "message" else e
+        for e in merged[:top_k]
+    ]

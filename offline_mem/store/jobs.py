@@ -224,6 +224,14 @@ class JobQueue:
         )
         return int(row[0])
 
+    def scope_pending_jobs(self, scope: Scope) -> int:
+        """Queued and running jobs of exactly this scope (the ones that run in order with it)."""
+        row = self.db.query_one(
+            "SELECT count(*) FROM jobs WHERE state IN ('queued', 'running') AND scope = ?",
+            (scope.key,),
+        )
+        return int(row[0])
+
     def job_counts(self) -> dict[str, int]:
         counts = dict.fromkeys(STATUS, 0)
         counts.update(dict(self.db.query("SELECT state, count(*) FROM jobs GROUP BY state")))

@@ -10,6 +10,9 @@ truncated file is refused). Then one JSON object per line, each with a "type":
            the messages it came from ("sources"), the norms of its entities and, with
            `vectors=True`, its vector (base64 of little-endian float32)
   history  every history row, including those of deleted memories
+  job      every extraction job of `add(..., async_mode=True)` not done yet: queued (a running
+           one as queued) or failed, with its request, whose message ids are in the file (see
+           jobs.py); the header counts jobs only when there are some
 
 No internal row numbers are written: rows refer to each other by id, so an export can be imported
 into a fresh file or merged into one that holds other memories, and export -> import -> export
@@ -36,7 +39,9 @@ from .format import (
     MESSAGE_COLUMNS,
     ORDER,
     Progress,
+    line_counts,
 )
+from .jobs import job_count, job_lines
 
 
 def _line(value: dict[str, Any]) -> str:
@@ -66,12 +71,15 @@ def open_existing(path: str) -> Database:
 
 def file_header(db: Database, *, vectors: bool) -> dict[str, Any]:
     meta = dict(db.query("SELECT key, value FROM meta"))
-    counts = {
-        "message": db.query_one("SELECT count(*) FROM messages")[0],
-        "entity": db.query_one("SELECT count(*) FROM entities")[0],
-        "memory": db.query_one("SELECT count(*) FROM memories")[0],
-        "history": db.query_one("SELECT count(*) FROM history")[0],
-    }
+    counts = line_counts(
+        {
+            "message": db.query_one("SELECT count(*) FROM messages")[0],
+            "entity": db.query_one("SELECT count(*) FROM entities")[0],
+            "memory": db.query_one("SELECT count(*) FROM memories")[0],
+            "history": db.query_one("SELECT count(*) FROM history")[0],
+            "job": job_count(db),
+        }
+    )
     return {
         "type": "header",
         "format": FORMAT,
@@ -107,6 +115,8 @@ def export_lines(db: Database, *, vectors: bool = False) -> Iterator[str]:
             item = dict(zip(HISTORY_COLUMNS, row, strict=True))
             item["is_deleted"] = bool(item["is_deleted"])
             yield _line({"type": "history", **item})
+        for job in job_lines(db):
+            yield _line(job)
 
 
 def _memory_lines(db: Database, vectors: bool) -> Iterator[str]:
@@ -151,7 +161,7 @@ def export_file(
     header = next(lines)
     out.write(header + "\n")
     announced = json.loads(header)["counts"]
-    counts = {kind: int(announced[kind]) for kind in ORDER}
+    counts = {kind: int(announced[kind]) for kind in ORDER if kind in announced}
     for line in lines:
         out.write(line + "\n")
         if progress is not None:

@@ -3,7 +3,7 @@ form of a file (`ExportData`). See export.py for the layout of a file."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,10 @@ Progress = Callable[[int], None]  # called with the number of items just done
 class ImportRefusedError(OfflineMemError, ValueError):
     """The export file cannot be trusted (bad header, unknown version, inconsistent rows), or it
     clashes with the target file. Nothing was written."""
+
+
+def refusal(where: str, why: str) -> ImportRefusedError:
+    return ImportRefusedError(f"refusing the export file: {where}: {why}")
 
 
 # -- row shapes --------------------------------------------------------------------------------
@@ -86,13 +90,40 @@ HISTORY_FIELDS: dict[str, tuple[type, ...]] = {
     "actor_id": _OPT,
     "role": _OPT,
 }
+JOB_FIELDS: dict[str, tuple[type, ...]] = {
+    "id": _STR,
+    "scope": _STR,
+    "user_id": _OPT,
+    "agent_id": _OPT,
+    "run_id": _OPT,
+    "kind": _STR,
+    "request": (dict,),  # the job's inputs: the ids of its messages, metadata, the add's time
+    "state": _STR,  # queued or failed
+    "attempts": INT_TYPE,
+    "error": _OPT,
+    "created_at": _STR,
+    "finished_at": _OPT,
+}
+# What a job's run reads from its request (memory_jobs.py `_enqueue` writes it).
+JOB_REQUEST_FIELDS: dict[str, tuple[type, ...]] = {
+    "messages": (list,),  # [{"id": message id, "extract": bool}]
+    "metadata": (dict,),
+    "expiration_date": _OPT,
+    "instructions": _OPT,
+    "now": _STR,
+}
 KINDS = {
     "message": MESSAGE_FIELDS,
     "entity": ENTITY_FIELDS,
     "memory": MEMORY_FIELDS,
     "history": HISTORY_FIELDS,
+    "job": JOB_FIELDS,
 }
-ORDER = ("message", "entity", "memory", "history")  # the order of the lines in a file
+ORDER = ("message", "entity", "memory", "history", "job")  # the order of the lines in a file
+# Kinds the header's counts name only when the file has such lines: a file without jobs is
+# what an offline_mem from before jobs were exported writes and reads, and one with jobs is
+# refused by such an offline_mem (an unknown count) rather than imported without them.
+OPTIONAL_KINDS = frozenset({"job"})
 
 # The memory columns written as they are (everything but rowid, metadata and the extra keys).
 MEMORY_COLUMNS = [
@@ -120,6 +151,13 @@ MEMORY_COLUMNS = [
 ]
 MESSAGE_COLUMNS = list(MESSAGE_FIELDS)
 HISTORY_COLUMNS = list(HISTORY_FIELDS)
+JOB_COLUMNS = list(JOB_FIELDS)
+
+
+def line_counts(counts: Mapping[str, int]) -> dict[str, int]:
+    """The counts as a header (and an import's report) gives them: each kind in file order,
+    less the optional kinds without lines."""
+    return {k: counts.get(k, 0) for k in ORDER if k not in OPTIONAL_KINDS or counts.get(k, 0)}
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """Importing a checked export into a memory file: the models run first (vectors, keyword terms),
-then every row goes in with the store's own SQL shapes in ONE transaction."""
+then every row goes in with the store's own SQL shapes in ONE transaction, the extraction jobs
+last (queued ones run as on a file opened with queued jobs)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ from .format import (
     ExportData,
     ImportRefusedError,
     Progress,
+    line_counts,
 )
+from .jobs import check_targets, insert_jobs
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,9 @@ def import_data(
             memory.store, data, vectors, terms, embedder_sha256=embedder_sha,
             message_vectors=message_vectors, message_terms=message_terms,
         )  # fmt: skip
-    counts = {kind: data.count(kind) for kind in ORDER}
+    if memory.config.job_worker and any(r["state"] == "queued" for r in data.rows["job"]):
+        memory._worker.start()  # as on opening a file with queued jobs
+    counts = line_counts({kind: data.count(kind) for kind in ORDER})
     return ImportReport(counts=counts, reembedded=not reuse, embedder=target.name)
 
 
@@ -114,16 +119,18 @@ def bulk_insert(
 ) -> None:
     """Insert every row of `data` in ONE transaction, with the store's own SQL shapes: messages
     with their vector, entities, memories with their vector, keyword, provenance and entity
-    rows, then history. `embedder_sha256`, when given, replaces each memory's pin (its vector
-    was re-computed). Messages without a vector or keyword terms leave the message index
-    marked pending (the next `Memory` to open the file fills it). Refuses (and writes nothing)
-    when an id already exists in the target."""
+    rows, then history, then the jobs (queued or failed). `embedder_sha256`, when given,
+    replaces each memory's pin (its vector was re-computed). Messages without a vector or
+    keyword terms leave the message index marked pending (the next `Memory` to open the file
+    fills it). Refuses (and writes nothing) when an id already exists in the target, or when a
+    job names a message that is neither in the file nor in the target."""
     db = store.db
     with store.atomic():
         for table, kind in (
             ("messages", "message"),
             ("memories", "memory"),
             ("history", "history"),
+            ("jobs", "job"),
         ):
             clash = _clashes(db, table, [r["id"] for r in data.rows[kind]])
             if clash:
@@ -131,6 +138,7 @@ def bulk_insert(
                     f"the target file already holds {len(clash)} of the file's {kind} ids "
                     f"(e.g. {clash[0]}); import into a fresh file"
                 )
+        check_targets(db, data.rows["job"], {r["id"] for r in data.rows["message"]})
         seqs = _insert_messages(db, data.rows["message"])
         vectors_of, terms_of = message_vectors or {}, message_terms or {}
         unindexed = False
@@ -165,6 +173,7 @@ def bulk_insert(
                 for r in data.rows["history"]
             ],
         )
+        insert_jobs(db, data.rows["job"])
 
 
 def _insert_messages(db: Database, rows: list[dict[str, Any]]) -> dict[str, int]:

@@ -16,14 +16,12 @@ from .format import (
     INT_TYPE,
     KINDS,
     OPTIONAL_FIELDS,
+    OPTIONAL_KINDS,
     ORDER,
     ExportData,
-    ImportRefusedError,
 )
-
-
-def _refuse(where: str, why: str) -> ImportRefusedError:
-    return ImportRefusedError(f"refusing the export file: {where}: {why}")
+from .format import refusal as _refuse
+from .jobs import check_job
 
 
 def _check_header(header: Any) -> dict[str, Any]:
@@ -51,12 +49,17 @@ def _check_header(header: Any) -> dict[str, Any]:
     ):
         raise _refuse("line 1", "the embedder must have a name, a sha256 and a dimension")
     counts = header.get("counts")
+    required = [kind for kind in ORDER if kind not in OPTIONAL_KINDS]
     if (
         not isinstance(counts, dict)
-        or set(counts) != set(ORDER)
+        or not set(required) <= set(counts) <= set(ORDER)
         or not all(isinstance(v, int) and v >= 0 for v in counts.values())
     ):
-        raise _refuse("line 1", f"'counts' must give a number for each of {list(ORDER)}")
+        raise _refuse(
+            "line 1",
+            f"'counts' must give a number for each of {required} (and may for "
+            f"{sorted(OPTIONAL_KINDS)})",
+        )
     if not isinstance(header.get("vectors"), bool):
         raise _refuse("line 1", "'vectors' must be true or false")
     expected = {
@@ -118,10 +121,11 @@ def read_export(lines: Iterable[str]) -> ExportData:
     if data is None:
         raise _refuse("line 1", "the file is empty")
     for kind in ORDER:
-        if data.count(kind) != data.header["counts"][kind]:
+        announced = data.header["counts"].get(kind, 0)
+        if data.count(kind) != announced:
             raise _refuse(
                 "counts",
-                f"the header announces {data.header['counts'][kind]} {kind} "
+                f"the header announces {announced} {kind} "
                 f"lines, the file holds {data.count(kind)} (truncated?)",
             )
     _check_consistency(data)
@@ -148,7 +152,7 @@ def _check_scope(row: dict[str, Any], what: str) -> None:
 
 def _check_consistency(data: ExportData) -> None:
     """Rows must agree with each other: ids unique, references resolvable, scopes and hashes
-    matching their fields, vectors of the announced dimension."""
+    matching their fields, vectors of the announced dimension, jobs' requests well formed."""
     message_ids = _unique(data.rows["message"], lambda r: r["id"], "message id")
     entity_keys = _unique(data.rows["entity"], lambda r: (r["scope"], r["norm"]), "entity")
     _unique(data.rows["memory"], lambda r: r["id"], "memory id")
@@ -182,3 +186,8 @@ def _check_consistency(data: ExportData) -> None:
     for row in data.rows["history"]:
         if row["event"] not in ("ADD", "UPDATE", "DELETE", "SUPERSEDE"):
             raise _refuse(f"history {row['id']}", f"unknown event {row['event']!r}")
+    _unique(data.rows["job"], lambda r: r["id"], "job id")
+    message_scopes = {r["id"]: r["scope"] for r in data.rows["message"]}
+    for row in data.rows["job"]:
+        _check_scope(row, f"job {row['id']}")
+        check_job(row, message_scopes)

@@ -278,12 +278,30 @@ class Grounding:
 
 
 class ContextCopies:
-    """Facts copied from the shown memories or recent messages dropped (`drop_context_copies`)."""
+    """Facts copied from the shown memories or recent messages dropped (`drop_context_copies`).
+    With one model call per message, a call's context also holds the add's earlier messages:
+    measured on real dialogue, the 1.5B model restated the other person's message just before
+    under the writer's name ("Jon won first place at fifteen" from Jon's "Winning first place is
+    amazing! What dance were you doing?")."""
 
     def check(self, facts: Sequence[Fact], ctx: CheckContext) -> tuple[list[Fact], list[Dropped]]:
-        return drop_context_copies(
-            facts, ctx.messages, ctx.shown, ctx.seen, speakers=ctx.speakers, lexicon=ctx.lexicon
-        )
+        if len(ctx.groups) <= 1:
+            return drop_context_copies(
+                facts, ctx.messages, ctx.shown, ctx.seen, speakers=ctx.speakers,
+                lexicon=ctx.lexicon,
+            )  # fmt: skip
+        kept: list[Fact] = []
+        dropped: list[Dropped] = []
+        for group in ctx.groups:
+            own = [f for f in facts if f.sources[0] in group]
+            earlier = [ctx.messages[i].content for i in ctx.shown if i < group[0]]
+            k, d = drop_context_copies(
+                own, ctx.messages, group, [*ctx.seen, *earlier], speakers=ctx.speakers,
+                lexicon=ctx.lexicon,
+            )  # fmt: skip
+            kept += k
+            dropped += d
+        return kept, dropped
 
 
 class InventedNames:

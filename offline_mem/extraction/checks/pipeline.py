@@ -1,8 +1,9 @@
 """The fact checks in the order an add runs them (base.FactCheck), and `check_facts`.
 
 Order matters: grounding first corrects each fact's source message and speaker, which the later
-checks read; then the drops (copies of a new message, copies of the context, invented names, a
-third person's deed moved onto the user, facts that only name a speaker); last the rewrites of
+checks read; then the drops (copies of a new message; facts about the person a message speaks
+to, moved to them or dropped; copies of the context, invented names, a third person's deed
+moved onto the user, facts that only name a speaker); last the rewrites of
 the facts that stay ("User" named, relative dates resolved), so a dropped fact costs no rewrite.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..admission import Fact
+from .addressee import AddressedFacts
 from .base import CheckContext, Dropped, FactCheck
 from .fact_dates import AbsoluteDates
 from .grounding import (
@@ -26,6 +28,7 @@ from .turn_copies import TurnCopies
 FACT_CHECKS: tuple[FactCheck, ...] = (
     Grounding(),
     TurnCopies(),
+    AddressedFacts(),
     ContextCopies(),
     InventedNames(),
     SubjectSwaps(),
