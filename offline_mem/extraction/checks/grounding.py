@@ -281,8 +281,8 @@ class ContextCopies:
     """Facts copied from the shown memories or recent messages dropped (`drop_context_copies`).
     With one model call per message, a call's context also holds the add's earlier messages:
     measured on real dialogue, the 1.5B model restated the other person's message just before
-    under the writer's name ("Jon won first place at fifteen" from Jon's "Winning first place is
-    amazing! What dance were you doing?")."""
+    under the writer's name ("Tomasz won the regional cup at sixteen" from Tomasz's "Winning
+    the cup is amazing! Do you still sail?", right after the other person told of her cup)."""
 
     def check(self, facts: Sequence[Fact], ctx: CheckContext) -> tuple[list[Fact], list[Dropped]]:
         if len(ctx.groups) <= 1:
