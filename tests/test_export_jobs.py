@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 from invariants import violations
+from test_async_add import open_memory  # the same fake-model Memory
 
 from offline_mem import Memory
 from offline_mem.errors import ExtractionError
 from offline_mem.store import job_worker
-from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer
+from offline_mem.testing import answer
 from offline_mem.transfer.export import export_lines
 from offline_mem.transfer.format import ImportRefusedError
 from offline_mem.transfer.importer import import_data
@@ -28,15 +29,6 @@ from offline_mem.transfer.reader import read_export
 
 JOB_KEYS = {"type", "id", "scope", "user_id", "agent_id", "run_id", "kind", "request", "state",
             "attempts", "error", "created_at", "finished_at"}  # fmt: skip
-
-
-def open_memory(path: Path, *script: Any, **config: Any) -> Memory:
-    return Memory(
-        {"path": str(path), **config},
-        embedder=FakeEmbedder(),
-        extractor=FakeExtractor(*script),
-        entities=FakeEntities(),
-    )
 
 
 def exported(memory: Memory) -> list[str]:
