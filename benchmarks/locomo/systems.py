@@ -174,7 +174,11 @@ def make_recording_extractor(inner: Any, log: CallLog, trace: Path | None = None
             started = time.perf_counter()
             chosen = inner.choose(prompt, prefix, options)
             log.calls.append(LlmCall(0, 0, "stop"))  # one forward pass, nothing written
-            _trace(trace, {"kind": "choose", "seconds": time.perf_counter() - started})
+            _trace(trace, {
+                "kind": "choose", "seconds": time.perf_counter() - started,
+                "messages": list(prompt.messages), "prefix": prefix, "options": list(options),
+                "chosen": chosen,
+            })  # fmt: skip
             return chosen
 
         def close(self) -> None:
@@ -222,7 +226,8 @@ class OfflineMemSystem(System):
         except OfflineMemError as exc:
             error = f"{type(exc).__name__}: {exc}"
         outcome = AddOutcome(seconds=time.perf_counter() - started, stored=stored, error=error)
-        _trace(self.trace, {"kind": "add", "seconds": outcome.seconds})  # after its model calls
+        # after its model calls: the calls since the previous "add" record are this add's
+        _trace(self.trace, {"kind": "add", "user_id": user_id, "seconds": outcome.seconds})
         return summarize_calls(outcome, self.log.since(start_call))
 
     def search(self, user_id: str, query: str, top_k: int) -> list[Hit]:
