@@ -114,7 +114,13 @@ def build_system(name: str, workdir: Path, cfg: dict[str, Any]) -> System:
     from . import systems
 
     if name == "offline_mem":
-        return systems.OfflineMemSystem(workdir, extractor=cfg["extractor"], threads=cfg["threads"])
+        return systems.OfflineMemSystem(
+            workdir,
+            extractor=cfg["extractor"],
+            threads=cfg["threads"],
+            replay=Path(cfg["replay"]) if cfg.get("replay") else None,
+            without=cfg.get("without"),
+        )
     if name == "naive":
         return systems.NaiveSystem(systems.load_pinned_embedder())
     if name == "mem0":
@@ -448,6 +454,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--name", default="default", help="results file stem suffix")
     p.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "results")
     p.add_argument("--workdir", type=Path, help="where memory files go (default: a temp dir)")
+    p.add_argument(
+        "--replay",
+        type=Path,
+        help="offline_mem's extraction answers read from this trace of an earlier run "
+        "(OFFLINE_MEM_BENCH_TRACE) instead of the model, for --without",
+    )
+    p.add_argument(
+        "--without",
+        help="offline_mem without this fact check (a class name in checks.pipeline.FACT_CHECKS, "
+        "or ChangeGate): the per-check ablation, best with --replay",
+    )
     p.add_argument("--retrieve", help=argparse.SUPPRESS)  # internal: one system's phase
     p.add_argument("--retrieve-out", type=Path, help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -482,6 +499,8 @@ def config_of(args: argparse.Namespace) -> dict[str, Any]:
         "threads": args.threads,
         "peer_n_ctx": args.peer_n_ctx,
         "name": args.name,
+        "replay": str(args.replay) if args.replay else None,
+        "without": args.without,
     }
 
 

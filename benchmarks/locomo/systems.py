@@ -16,6 +16,7 @@ of the turns it came from (provenance, for evidence recall):
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -187,10 +188,107 @@ def make_recording_extractor(inner: Any, log: CallLog, trace: Path | None = None
     return RecordingExtractor()
 
 
+def _choose_key(messages: Any, prefix: str, options: Any) -> str:
+    return json.dumps([list(messages), prefix, list(options)], ensure_ascii=False, sort_keys=True)
+
+
+class TraceReplay:
+    """The model's answers of an earlier traced run (OFFLINE_MEM_BENCH_TRACE), served again in
+    the same order, so the checks can be left out one at a time (--without) on the same model
+    output without paying for the model: the i-th add of a user gets the facts answers of that
+    user's i-th traced add, call by call, whatever its prompt (a prompt shows existing memories,
+    which change when a check does). A supersession question (`choose`) is answered from the
+    trace only when its prompt is the traced one, else by the model; `fallbacks` counts those."""
+
+    def __init__(self, trace: Path) -> None:
+        self.adds: dict[str, list[list[dict[str, Any]]]] = defaultdict(list)
+        self.chosen: dict[str, dict[str, float]] = {}
+        calls: list[dict[str, Any]] = []
+        for line in trace.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            if record["kind"] == "add":
+                if "user_id" not in record:
+                    raise ValueError(f"{trace}: add records without user_id (an older trace)")
+                self.adds[record["user_id"]].append(calls)
+                calls = []
+            elif record["kind"] == "choose":
+                key = _choose_key(record["messages"], record["prefix"], record["options"])
+                self.chosen[key] = record["chosen"]
+            else:
+                calls.append(record)
+        self.cursor: dict[str, int] = defaultdict(int)
+        self.pending: list[dict[str, Any]] = []
+        self.fallbacks = 0
+
+    def begin_add(self, user_id: str) -> None:
+        if self.pending:
+            raise RuntimeError(f"{len(self.pending)} traced answers of the last add were not used")
+        self.pending = list(self.adds[user_id][self.cursor[user_id]])
+        self.cursor[user_id] += 1
+
+    def extractor(self, inner: Any) -> Any:
+        from offline_mem.pinned.extractor import ExtractionOutput, Extractor
+
+        replay = self
+
+        class ReplayExtractor(Extractor):
+            @property  # type: ignore[override]
+            def identity(self) -> Any:
+                return inner.identity
+
+            def extract(self, prompt: Any) -> Any:
+                if not replay.pending or replay.pending[0]["kind"] != prompt.kind:
+                    raise RuntimeError(f"no traced {prompt.kind} answer left for this add")
+                r = replay.pending.pop(0)
+                return ExtractionOutput(
+                    data=r["data"], text=json.dumps(r["data"], ensure_ascii=False),
+                    prompt_tokens=r["prompt_tokens"], cached_tokens=r["cached_tokens"],
+                    completion_tokens=r["completion_tokens"],
+                )  # fmt: skip
+
+            def choose(self, prompt: Any, prefix: str, options: Any) -> dict[str, float]:
+                key = _choose_key(prompt.messages, prefix, options)
+                if key in replay.chosen:
+                    return replay.chosen[key]
+                replay.fallbacks += 1
+                return dict(inner.choose(prompt, prefix, options))
+
+            def close(self) -> None:
+                inner.close()
+
+        return ReplayExtractor()
+
+
+def leave_out(check: str) -> None:
+    """Run offline_mem without one of its fact checks (a class name in
+    `checks.pipeline.FACT_CHECKS`), or with `ChangeGate` without the supersession gate (every
+    fact is then asked whether it changed an older one): for the per-check ablation."""
+    from offline_mem.extraction import inference, supersession
+    from offline_mem.extraction.checks import pipeline
+
+    if check == "ChangeGate":
+        supersession.states_a_change = lambda text, lexicon=None: True  # type: ignore[assignment]
+        return
+    kept = tuple(c for c in pipeline.FACT_CHECKS if type(c).__name__ != check)
+    if len(kept) == len(pipeline.FACT_CHECKS):
+        names = [type(c).__name__ for c in pipeline.FACT_CHECKS]
+        raise ValueError(f"no fact check named {check!r}; there are {names} and ChangeGate")
+    inference.check_facts = functools.partial(pipeline.check_facts, checks=kept)  # type: ignore[assignment]
+
+
 class OfflineMemSystem(System):
     name = "offline_mem"
 
-    def __init__(self, workdir: Path, *, extractor: str, threads: int, infer: bool = True) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        extractor: str,
+        threads: int,
+        infer: bool = True,
+        replay: Path | None = None,
+        without: str | None = None,
+    ) -> None:
         from offline_mem import Memory
         from offline_mem.config import resolve_models_dir
         from offline_mem.pinned.extractor import LlamaExtractor
@@ -200,9 +298,13 @@ class OfflineMemSystem(System):
         self.log = CallLog()
         self.inner = LlamaExtractor(extractor, resolve_models_dir(None), threads=threads)
         self.trace = workdir / "trace.jsonl" if os.environ.get(TRACE_ENV) else None
+        self.replay = TraceReplay(replay) if replay else None
+        if without:
+            leave_out(without)
+        model = self.replay.extractor(self.inner) if self.replay else self.inner
         self.memory = Memory(
             {"path": str(self.path), "extractor": extractor, "threads": threads},
-            extractor=make_recording_extractor(self.inner, self.log, self.trace),
+            extractor=make_recording_extractor(model, self.log, self.trace),
         )
         self.by_content: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
         self.users: set[str] = set()
@@ -213,6 +315,8 @@ class OfflineMemSystem(System):
         self.index_chunk(user_id, chunk)
         messages = [{"role": m.role, "content": m.turn.text, "name": m.name} for m in chunk]
         start_call = len(self.log.calls)
+        if self.replay:
+            self.replay.begin_add(user_id)
         started = time.perf_counter()
         error, stored = None, 0
         try:
@@ -396,6 +500,8 @@ class Mem0System(System):
         messages = [{"role": m.role, "content": m.turn.text, "name": m.name} for m in chunk]
         metadata = {"dia_ids": [m.turn.dia_id for m in chunk], "session_date": _day(when) or ""}
         start_call = len(self.log.calls)
+        if self.replay:
+            self.replay.begin_add(user_id)
         started = time.perf_counter()
         error, stored = None, 0
         try:
