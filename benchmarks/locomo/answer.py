@@ -6,10 +6,13 @@ static instructions come first so llama.cpp reuses their KV cache across questio
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 from .systems import Hit
@@ -119,3 +122,40 @@ class Answerer:
 
     def close(self) -> None:
         self.llm.close()
+
+
+class CachedAnswerer:
+    """An Answerer whose answers are kept in a JSONL file keyed by the answer prompt (model,
+    seed and messages): a later run that retrieves the same memories for a question reuses the
+    answer instead of asking the model again, so an ablation pays only for the questions whose
+    results changed. Greedy decoding makes the answer a function of the prompt, up to the last
+    bits of llama.cpp's arithmetic on a warm KV cache; `reused` counts the answers taken from
+    the file (the file holds the dataset's text: keep it in the workdir)."""
+
+    def __init__(self, inner: Answerer, path: Path) -> None:
+        self.inner, self.path, self.reused = inner, path, 0
+        self.known: dict[str, dict[str, Any]] = {}
+        if path.exists():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                record = json.loads(line)
+                self.known[record["key"]] = record
+
+    def answer(self, speaker: str, question: str, hits: Sequence[Hit]) -> Answer:
+        messages = build_messages(speaker, question, hits)
+        key = hashlib.sha256(
+            json.dumps([self.inner.model_name, self.inner.seed, messages]).encode("utf-8")
+        ).hexdigest()
+        if key in self.known:
+            self.reused += 1
+            r = self.known[key]
+            return Answer(r["text"], r["prompt_tokens"], r["completion_tokens"], 0.0)
+        reply = self.inner.answer(speaker, question, hits)
+        record = {"key": key, "text": reply.text, "prompt_tokens": reply.prompt_tokens,
+                  "completion_tokens": reply.completion_tokens}  # fmt: skip
+        self.known[key] = record
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        return reply
+
+    def close(self) -> None:
+        self.inner.close()

@@ -465,6 +465,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="offline_mem without this fact check (a class name in checks.pipeline.FACT_CHECKS, "
         "or ChangeGate): the per-check ablation, best with --replay",
     )
+    p.add_argument(
+        "--answer-cache",
+        type=Path,
+        help="a JSONL file of answers by prompt, reused and extended (for ablations: only the "
+        "questions whose results changed are answered again)",
+    )
     p.add_argument("--retrieve", help=argparse.SUPPRESS)  # internal: one system's phase
     p.add_argument("--retrieve-out", type=Path, help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -501,6 +507,7 @@ def config_of(args: argparse.Namespace) -> dict[str, Any]:
         "name": args.name,
         "replay": str(args.replay) if args.replay else None,
         "without": args.without,
+        "answer_cache": str(args.answer_cache) if args.answer_cache else None,
     }
 
 
@@ -555,16 +562,20 @@ def main(argv: list[str] | None = None) -> int:
             retrievals[name] = {"system": name, "failed": f"exit code {code}"}
             continue
         retrievals[name] = json.loads(out.read_text())
-    from .answer import Answerer
+    from .answer import Answerer, CachedAnswerer
 
     print("== answering", flush=True)
-    answerer = Answerer(cfg["answer_model"], threads=cfg["threads"])
+    answerer: Any = Answerer(cfg["answer_model"], threads=cfg["threads"])
+    if args.answer_cache:
+        answerer = CachedAnswerer(answerer, args.answer_cache)
     results: dict[str, Any] = {}
     for name, retrieval in retrievals.items():
         results[name] = (
             retrieval if "failed" in retrieval else score_system(retrieval, samples, cfg, answerer)
         )
     answerer.close()
+    if args.answer_cache:
+        print(f"== {answerer.reused} answers reused from {args.answer_cache}", flush=True)
     order = sorted(results, key=lambda n: SYSTEMS.index(n) if n in SYSTEMS else len(SYSTEMS))
     results = {n: results[n] for n in order}
     summaries = {n: r["summary"] for n, r in results.items() if "summary" in r}
@@ -585,6 +596,7 @@ def main(argv: list[str] | None = None) -> int:
             "loadavg_end": load_average(),
             "wall_s": round(time.time() - started, 1),
         },
+        "answers_reused": getattr(answerer, "reused", None),  # from --answer-cache
         "summary": summaries,
         "targets": targets(summaries),
         "systems": results,
