@@ -31,6 +31,11 @@ CORRECTED = [
     # an undated fact retelling the phrase's sentence is dated
     ("Oskar sang at an open mic night.", "Hey! Last Saturday I sang at an open mic night!",
      MONDAY, "Oskar sang at an open mic night on 13 May 2023."),
+    # ... the clause's, when the sentence has two: "and saw" shares the first one's subject
+    ("Priya saw a bear.", "Last weekend I went hiking and saw a bear!", MONDAY,
+     "Priya saw a bear on the weekend before 15 May 2023."),
+    ("Lena moved to Porto.", "I moved to Porto last year and I love surfing.", MONDAY,
+     "Lena moved to Porto in 2022."),
     # a right date is kept, in the one written form
     ("Oskar baked bread on Sunday, 14 May 2023.", "I baked bread yesterday.", MONDAY,
      "Oskar baked bread on 14 May 2023."),
@@ -46,6 +51,9 @@ KEPT = [
     # a fact without a date gets none unless it retells the phrase's sentence
     ("User has a cat named Pepper.", "Yesterday I adopted Pepper, my first cat!"),
     ("Oskar's sister lives in Rome.", "Last week I went to Rome. My sister lives there."),
+    # ... nor when it retells another clause of that sentence, one with its own subject
+    ("Lena loves surfing.", "I moved to Porto last year and I love surfing."),
+    ("Rui is starting a business.", "I lost my job yesterday, so I'm starting a business."),
     # the fact's own phrase is resolved later, as written
     ("Oskar baked bread yesterday, on 15 May 2023.", "Yesterday I baked bread."),
     # a number before a month that is not a date, and "may" the verb

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 from ..errors import ConfigError
 
@@ -50,6 +51,10 @@ class Lexicon:
     naming_words: frozenset[str]  # words that only say what someone is called
     # words by which a message says something changed; only then may its facts supersede one
     change_words: frozenset[str]
+    # a new clause with its own subject starts at a joining word followed by a subject word
+    # ("... last year, and I love surfing"): a relative date of one clause is not the other's
+    clause_joiners: frozenset[str]
+    subject_words: frozenset[str]
     side_words: frozenset[str]  # the words the extraction prompt uses for the two sides
     numbers: Mapping[str, int]  # number words of relative dates ("two days ago")
     # words that, right before a relative date phrase, already say "when" ("since yesterday")
@@ -62,6 +67,13 @@ class Lexicon:
     @property
     def months(self) -> frozenset[str]:
         return frozenset(self.month_names)
+
+    @cached_property
+    def clause_start(self) -> re.Pattern[str]:
+        """Where a new clause with its own subject starts: before "<joiner> <subject word>"."""
+        joiners = "|".join(sorted(map(re.escape, self.clause_joiners)))
+        subjects = "|".join(sorted(map(re.escape, self.subject_words)))
+        return re.compile(rf"(?i)[\s,;]+(?=\b(?:{joiners})\s+(?:{subjects})\b)")
 
     def __post_init__(self) -> None:
         unknown = {meaning for _, meaning in self.relative_dates} - MEANINGS
@@ -181,6 +193,12 @@ ENGLISH = Lexicon(
         cancelled canceled postponed rescheduled retired resigned fired lost passed died gone
         married divorced engaged separated broke became become turned
         """.split()  # noqa: SIM905
+    ),
+    clause_joiners=frozenset(
+        "and but so because while whereas although though since then".split()  # noqa: SIM905
+    ),
+    subject_words=frozenset(
+        "i we you he she they it my our your his her their".split()  # noqa: SIM905
     ),
     numbers=_EN_NUMBERS,
     prepositions=_EN_PREPOSITIONS,
