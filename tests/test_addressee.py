@@ -78,3 +78,25 @@ def test_the_speakers_possessive_of_what_the_message_gives_the_other_is_moved():
         "Priya's patience ran out",
     )
     assert kept == ["Priya's patience ran out"]
+
+
+def test_a_your_in_a_question_gives_nothing_to_the_person_addressed():
+    # "what's your favourite?" asks for Tomasz's favourite; the message gives Priya's
+    kept, dropped = _check(
+        "I like every sport, but climbing is my top pick. What's your favourite?",
+        "Priya's favourite sport is climbing",
+    )
+    assert kept == ["Priya's favourite sport is climbing"] and dropped == []
+
+
+def test_a_fact_that_runs_on_is_judged_by_its_first_sentence():
+    kept, _ = _check(
+        "Wow, Tomasz! You found the perfect spot for your bakery. Way to go!",
+        "Priya found the perfect spot for her bakery. Way to go!",
+    )
+    assert kept == ["Tomasz found the perfect spot for her bakery. Way to go!"]
+    kept, _ = _check(
+        "I'm always here for you! Go bake something great in your new oven.",
+        "Priya is always here for you! Go bake something great in your new oven.",
+    )
+    assert kept == ["Priya is always here for you! Go bake something great in your new oven."]

@@ -28,7 +28,7 @@ from ..lexicon import ENGLISH, Lexicon
 from ..speakers import PLAIN_NAME
 from .base import CheckContext, Dropped, Speakers
 from .content_words import words_of
-from .grounding import source_sentence
+from .grounding import SENTENCE, source_sentence
 
 
 def _plain_name(message: NewMessage) -> str | None:
@@ -56,7 +56,10 @@ def move_addressed_facts(
         if rest is None or any(set(words_of(o)) <= set(words_of(rest)) for o in others):
             kept.append(fact)
             continue
-        sentence = source_sentence(fact, messages, speakers.every, lexicon)
+        # the fact's first sentence is its claim: a fact that runs on ("Rui found the perfect
+        # spot for his store. Way to go!") is matched by what it says first
+        claim = Fact(_first_sentence(fact.text), fact.attributed_to, fact.sources)
+        sentence = source_sentence(claim, messages, speakers.every, lexicon)
         said = set(words_of(sentence))
         owned = _owned_by_addressee(rest, messages[fact.sources[0]].content, lexicon)
         if not owned and (not said & lexicon.second_person or said & lexicon.first_person):
@@ -81,13 +84,19 @@ def _owned_by(owners: frozenset[str], said: Sequence[str]) -> set[str]:
     return {w for start in starts for w in said[start : start + OWNED_WINDOW]}
 
 
+def _first_sentence(text: str) -> str:
+    return next((s.strip() for s in SENTENCE.findall(text) if s.strip()), text)
+
+
 def _owned_by_addressee(rest: str, content: str, lexicon: Lexicon) -> bool:
     """Whether a fact that opens with the writer's possessive ("Lena's store ...") names a
     thing the message gives the person addressed ("your store") and never the writer ("my
-    store")."""
+    store"). Questions do not count: "contemporary is my pick, what's your favourite?" asks
+    for the other's favourite and gives the writer's."""
     suffix = next((s for s in lexicon.possessive_suffixes if rest.startswith(s)), None)
     owned = words_of(rest[len(suffix) :])[:1] if suffix else []
-    said = words_of(content)
+    statements = [s for s in SENTENCE.findall(content) if not s.rstrip().endswith("?")]
+    said = words_of(" ".join(statements))
     return bool(owned) and (
         owned[0] in _owned_by(lexicon.second_possessive, said)
         and owned[0] not in _owned_by(lexicon.first_possessive, said)

@@ -72,7 +72,7 @@ def ground_facts(
 # subject. Unlabelled proper-noun runs ("PROPER") do not: a capitalised first word is too often
 # one ("Sadly", "Hey").
 NAME_KINDS = frozenset({"PERSON", "ORG", "GPE", "NORP"})
-_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
+SENTENCE = re.compile(r"[^.!?]+[.!?]*")  # one sentence, with its end
 
 
 def drop_subject_swaps(
@@ -114,7 +114,7 @@ def source_sentence(
 ) -> str:
     words = content_stems(fact.text, names, lexicon)
     sentences = [
-        s.strip() for i in fact.sources for s in _SENTENCE.findall(messages[i].content) if s.strip()
+        s.strip() for i in fact.sources for s in SENTENCE.findall(messages[i].content) if s.strip()
     ]
     return max(sentences, key=lambda s: len(words & content_stems(s, names, lexicon)), default="")
 
