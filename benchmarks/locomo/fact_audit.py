@@ -25,6 +25,7 @@ VERDICTS = {
     "no_speaker": "names nobody: a copied turn or a bare title",
     "role_word": "names a role ('Assistant', 'User') instead of the speaker's name",
     "unsupported": "the right person, but the turn does not say it",
+    "turn_copy": "the turn itself (or nearly), under its speaker's name: not an attribution error",
 }
 
 
@@ -66,6 +67,7 @@ def score(db: Path, labels_path: Path) -> dict[str, object]:
         "counts": dict(sorted(counts.items())),
         "wrong_speaker_rate": round(counts["wrong_speaker"] / read, 3),
         "attribution_error_rate": round(attribution / read, 3),
+        "turn_copy_rate": round(counts["turn_copy"] / read, 3),
     }
 
 
