@@ -22,7 +22,6 @@ from .pinned.embedder import Embedder, QueryVectorCache
 from .pinned.entities import EntityExtractor, NoEntities, SpacyEntities
 from .pinned.extractor import Extractor, LlamaExtractor
 from .pinned.nlp import TextAnalyzer
-from .pinned.query_reader import QueryReader
 from .retrieval.ranking import Weights
 from .store.job_worker import JobWorker
 from .store.messages import is_indexed_message, message_embedding_text
@@ -85,7 +84,6 @@ class Memory(MemoryReads, MemoryJobs):
         self.entities = entities or (
             NoEntities() if config.nlp is None else SpacyEntities(config.nlp, self.models_dir)
         )
-        self._query_reader = QueryReader(self._query_embedder, self.entities)
         if self.path != ":memory:":
             from pathlib import Path
 
@@ -192,7 +190,6 @@ class Memory(MemoryReads, MemoryJobs):
         """Let a running extraction job finish (queued ones stay queued in the file), then close
         the file and release the models."""
         self._worker.stop()
-        self._query_reader.close()
         self.store.close()
         self.embedder.close()
         self.extractor.close()
