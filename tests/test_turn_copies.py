@@ -63,18 +63,3 @@ def test_only_copies_are_dropped_with_the_reason():
     kept, dropped = drop_turn_copies(facts, messages, [0, 1])
     assert kept == [facts[1]]
     assert dropped == [(facts[0].text, "a copy of a new message, not a fact taken from it")]
-
-
-def test_a_long_turn_restated_nearly_whole_is_a_copy_however_it_opens():
-    turn = ("Thanks! I'm getting ready for a pottery fair near me next month. It's a great chance "
-            "for me to show my bowls and maybe sell a few. So excited!")  # fmt: skip
-    restated = ("Priya is getting ready for a pottery fair near me in April 2026. It's a great "
-                "chance for me to show my bowls and maybe sell a few. So excited!")  # fmt: skip
-    assert is_turn_copy(restated, turn)
-    # an attachment's description does not make the turn longer than what was copied of it
-    assert is_turn_copy(restated, turn + " [shares a photo: a table of blue bowls at a fair]")
-    # the same turn's facts, taken from it, stay
-    assert not is_turn_copy("Priya is getting ready for a pottery fair in April 2026.", turn)
-    assert not is_turn_copy(
-        "Priya is getting ready for a pottery fair to show her bowls and maybe sell a few.", turn
-    )

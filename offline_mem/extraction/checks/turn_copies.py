@@ -5,9 +5,8 @@ model often wrote the turn itself ("Lena says 'Hey! Good to see you. What's up?'
 me too! ..."), mostly for greetings, questions and echoes that state nothing. The turn is stored
 and searchable as evidence already, so such a copy adds nothing and, credited to a person, can
 mislead. A copy shares with a new message, in the same order (their longest common
-subsequence), at least COPY_SHARE of that message's words (bracketed attachment descriptions
-aside) and at least COPY_MIN_WORDS, starting with the message's own first word unless the message
-is long (LONG_TURN_WORDS), and keeps one of its first- or second-person words ("I",
+subsequence), at least COPY_SHARE of that message's words and at least COPY_MIN_WORDS, starting
+with the message's own first word, and keeps one of its first- or second-person words ("I",
 "my", "you"): a fact is written in the third person. So a copy with a date resolved inside it
 still is one, while a rewrite ("User adopted a grey cat called Pixel" from "I adopted a grey cat
 called Pixel", 6 of 7 words), a half-rewrite ("User started eating meat again, I'm no longer
@@ -27,12 +26,6 @@ from .base import CheckContext, Dropped
 
 COPY_SHARE = 0.85  # of the message's words, shared with the fact in order
 COPY_MIN_WORDS = 5  # a shorter message is restated, not copied
-# A message this long, restated nearly whole, is the turn and not a fact taken from it, however
-# it opens: "Rui is getting ready for a contest near me in March. It's a great chance for me to
-# show my moves!" (dev set, session 15 audit: 5 of 11 copies read were of this kind).
-LONG_TURN_WORDS = 15
-# an attachment's description in square brackets ("[photo: ...]") is not the speaker's words
-BRACKETED = re.compile(r"\[[^\]]*\]")
 _WORD = re.compile(r"\w+(?:['’]\w+)*")
 
 
@@ -61,12 +54,11 @@ def shared_in_order(a: Sequence[str], b: Sequence[str]) -> list[str]:
 
 
 def is_turn_copy(fact: str, message: str, lexicon: Lexicon = ENGLISH) -> bool:
-    said = words(BRACKETED.sub(" ", message))
+    said = words(message)
     shared = shared_in_order(words(fact), said)
     return (
         len(shared) >= max(COPY_MIN_WORDS, COPY_SHARE * len(said))
-        # it opens as the message does ("I started", not "User started"), or restates a long one
-        and (shared[0] == said[0] or len(said) >= LONG_TURN_WORDS)
+        and shared[0] == said[0]  # it opens as the message does: "I started", not "User started"
         and not (lexicon.first_person | lexicon.second_person).isdisjoint(
             w.split("'")[0] for w in shared
         )
