@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -281,13 +281,21 @@ class CrashRun:
 
 def crash_run(
     tmp_path: Path, kills: int, *, seed: int = SEED, async_share: float = 0.0,
-    extract_ms: float = 0.0,
+    extract_ms: float = 0.0, covered: Callable[[Counter[str]], bool] | None = None,
 ) -> Counter[str]:  # fmt: skip
     """`kills` SIGKILLs of writers on one file, each followed by the checks; with async adds,
-    a last writer then runs the jobs left queued and every acknowledged job must be done once."""
+    a last writer then runs the jobs left queued and every acknowledged job must be done once.
+
+    How much a writer does before its kill depends on the machine's speed (a loaded 2-core CI
+    runner acknowledges fewer operations per kill), so with `covered` the run goes on killing,
+    up to three times `kills`, until `covered(stats)` holds: the test then asserts it held."""
     run = CrashRun(tmp_path, seed=seed, async_share=async_share, extract_ms=extract_ms)
     for kill in range(kills):
         run.kill_once(kill)
+    kill = kills
+    while covered is not None and not covered(run.stats) and kill < 3 * kills:
+        run.kill_once(kill)
+        kill += 1
     if async_share:
         run.drain()
         assert run.book.pending() == [], "jobs still pending after the last writer drained"
@@ -305,25 +313,40 @@ def crash_run(
 
 @pytest.mark.slow
 def test_sigkill_at_random_moments_loses_nothing_acknowledged(tmp_path: Path) -> None:
-    stats = crash_run(tmp_path, KILLS)
+    stats = crash_run(tmp_path, KILLS, covered=sync_run_covered)
     print("crash stats:", dict(stats))
-    assert stats["kills"] == KILLS and stats["acknowledged"] > KILLS
-    assert stats["killed in flight"] > 0
+    assert stats["kills"] >= KILLS and sync_run_covered(stats)
+
+
+def sync_run_covered(stats: Counter[str]) -> bool:
+    """More operations acknowledged than the planned kills, and some kills inside one."""
+    return stats["acknowledged"] > KILLS and stats["killed in flight"] > 0
 
 
 @pytest.mark.slow
 def test_sigkill_with_extraction_jobs_queued_and_running_loses_none(tmp_path: Path) -> None:
     """Most extraction adds are queued (async_mode=True) and each job takes 150 ms of "model
     time", so kills find jobs queued, running and committing; the next writer resumes them."""
-    stats = crash_run(tmp_path, ASYNC_KILLS, async_share=0.7, extract_ms=150)
+    stats = crash_run(
+        tmp_path, ASYNC_KILLS, async_share=0.7, extract_ms=150, covered=async_run_covered
+    )
     print("async crash stats:", dict(stats))
-    assert stats["kills"] == ASYNC_KILLS and stats["ack add_async"] > ASYNC_KILLS
-    assert stats["jobs queued at a kill"] > 0 and stats["jobs running at a kill"] > 0
+    assert stats["kills"] >= ASYNC_KILLS and async_run_covered(stats)
     assert (
         stats["jobs done at the end"] + stats["jobs deleted with their scope"]
         == (stats["jobs acknowledged"])
     )
     assert stats["jobs completed twice"] == 0 and stats["jobs done at the end"] > 0
+
+
+def async_run_covered(stats: Counter[str]) -> bool:
+    """More async adds acknowledged than the planned kills, and kills that found jobs queued
+    and running."""
+    return (
+        stats["ack add_async"] > ASYNC_KILLS
+        and stats["jobs queued at a kill"] > 0
+        and stats["jobs running at a kill"] > 0
+    )
 
 
 def test_a_file_killed_during_its_first_migration_opens_as_an_empty_store(tmp_path: Path) -> None:
