@@ -12,9 +12,9 @@ def _message(name: str, role: str, content: str) -> NewMessage:
     return NewMessage(id=name, role=role, name=name, observed_at=None, content=content)
 
 
-def _check(priya_says: str, *facts: str, tomasz_says: str = "Thanks, it took all spring.") -> tuple[
-    list[str], list[tuple[str, str]]
-]:
+def _check(
+    priya_says: str, *facts: str, tomasz_says: str = "Thanks, it took all spring."
+) -> tuple[list[str], list[tuple[str, str]]]:
     messages = [_message("Priya", "user", priya_says), _message("Tomasz", "assistant", tomasz_says)]
     kept, dropped = move_addressed_facts(
         [Fact(text=f, attributed_to="user", sources=(0,)) for f in facts], messages

@@ -74,9 +74,11 @@ def resolve_relative_dates(text: str, observed: date, lexicon: Lexicon = ENGLISH
     """`text` with every relative date phrase it knows replaced by the absolute date it meant
     when observed on `observed`."""
     for pattern, meaning in lexicon.relative_dates:
-        text = pattern.sub(
-            lambda m, meaning=meaning: _replace(m, meaning, observed, lexicon), text  # type: ignore[misc]
-        )
+
+        def replace(match: re.Match[str], meaning: str = meaning) -> str:
+            return _replace(match, meaning, observed, lexicon)
+
+        text = pattern.sub(replace, text)
     return text
 
 
