@@ -139,3 +139,43 @@ def test_with_one_call_per_message_an_earlier_message_of_the_add_is_context() ->
     # as one call for both messages, nothing was context: all stay
     kept, _ = ContextCopies().check(facts, context(messages=messages, stored=messages, seen=[]))
     assert len(kept) == 3
+
+
+def test_a_restatement_of_the_writers_own_earlier_turn_that_day_is_no_context_copy() -> None:
+    """The writer's own turn earlier that day, written back, is theirs and dated right: kept.
+    The other person's turn written back under the writer's name, or the writer's turn of an
+    earlier day (it would be dated today), stays a copy."""
+    from offline_mem.extraction.checks.grounding import ContextCopies
+
+    day, before = "2024-05-02T10:00:00", "2024-04-20T10:00:00"
+    recent = [
+        NewMessage("r0", "assistant", "We repainted the boat shed blue last weekend.", "Tomasz",
+                   day),
+        NewMessage("r1", "user", "My niece starts at the sailing school in June.", "Priya", day),
+        NewMessage("r2", "assistant", "I entered the autumn regatta at Lake Tyrus.", "Tomasz",
+                   before),
+    ]  # fmt: skip
+    messages = [
+        NewMessage("m0", "user", "Lovely! Any plans for the summer?", "Priya", day),
+        NewMessage("m1", "assistant", "Mostly sailing, and the shed looks great now.", "Tomasz",
+                   day),
+    ]  # fmt: skip
+    facts = [
+        Fact("Tomasz repainted the boat shed blue", "assistant", (1,)),
+        Fact("Tomasz's niece starts at the sailing school in June", "assistant", (1,)),
+        Fact("Tomasz entered the autumn regatta at Lake Tyrus", "assistant", (1,)),
+    ]
+    kept, dropped = ContextCopies().check(
+        facts,
+        context(messages=messages, stored=messages, seen=[m.content for m in recent],
+                recent=recent, groups=[[0], [1]]),
+    )  # fmt: skip
+    assert [f.text for f in kept] == ["Tomasz repainted the boat shed blue"]
+    assert [text for text, _ in dropped] == [facts[1].text, facts[2].text]
+    # without the speakers and days of the recent messages, all three are copies
+    kept, _ = ContextCopies().check(
+        facts,
+        context(messages=messages, stored=messages, seen=[m.content for m in recent],
+                groups=[[0], [1]]),
+    )  # fmt: skip
+    assert kept == []
