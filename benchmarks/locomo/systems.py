@@ -198,10 +198,13 @@ class TraceReplay:
     output without paying for the model: the i-th add of a user gets the facts answers of that
     user's i-th traced add, call by call, whatever its prompt (a prompt shows existing memories,
     which change when a check does). A supersession question (`choose`) is answered from the
-    trace only when its prompt is the traced one, else by the model; `fallbacks` counts those."""
+    trace only when its prompt is the traced one, else by the model; `fallbacks` counts those.
+    A traced add that failed in a model call (an answer cut at max_tokens is not traced) fails
+    again at that call with ExtractionError; `failed_adds` counts those."""
 
     def __init__(self, trace: Path) -> None:
         self.adds: dict[str, list[list[dict[str, Any]]]] = defaultdict(list)
+        self.errors: dict[str, list[str | None]] = defaultdict(list)
         self.chosen: dict[str, dict[str, float]] = {}
         calls: list[dict[str, Any]] = []
         for line in trace.read_text(encoding="utf-8").splitlines():
@@ -210,6 +213,8 @@ class TraceReplay:
                 if "user_id" not in record:
                     raise ValueError(f"{trace}: add records without user_id (an older trace)")
                 self.adds[record["user_id"]].append(calls)
+                # in traces written before the field an add's error is "unknown"
+                self.errors[record["user_id"]].append(record.get("error", "unknown"))
                 calls = []
             elif record["kind"] == "choose":
                 key = _choose_key(record["messages"], record["prefix"], record["options"])
@@ -219,14 +224,18 @@ class TraceReplay:
         self.cursor: dict[str, int] = defaultdict(int)
         self.pending: list[dict[str, Any]] = []
         self.fallbacks = 0
+        self.failed_adds = 0
+        self.error: str | None = None  # the current add's traced error
 
     def begin_add(self, user_id: str) -> None:
         if self.pending:
             raise RuntimeError(f"{len(self.pending)} traced answers of the last add were not used")
         self.pending = list(self.adds[user_id][self.cursor[user_id]])
+        self.error = self.errors[user_id][self.cursor[user_id]]
         self.cursor[user_id] += 1
 
     def extractor(self, inner: Any) -> Any:
+        from offline_mem.errors import ExtractionError
         from offline_mem.pinned.extractor import ExtractionOutput, Extractor
 
         replay = self
@@ -237,6 +246,9 @@ class TraceReplay:
                 return inner.identity
 
             def extract(self, prompt: Any) -> Any:
+                if not replay.pending and replay.error is not None:
+                    replay.failed_adds += 1  # the traced add failed here: so does this one
+                    raise ExtractionError(f"replayed from the trace: {replay.error}")
                 if not replay.pending or replay.pending[0]["kind"] != prompt.kind:
                     raise RuntimeError(f"no traced {prompt.kind} answer left for this add")
                 r = replay.pending.pop(0)
@@ -331,7 +343,10 @@ class OfflineMemSystem(System):
             error = f"{type(exc).__name__}: {exc}"
         outcome = AddOutcome(seconds=time.perf_counter() - started, stored=stored, error=error)
         # after its model calls: the calls since the previous "add" record are this add's
-        _trace(self.trace, {"kind": "add", "user_id": user_id, "seconds": outcome.seconds})
+        _trace(
+            self.trace,
+            {"kind": "add", "user_id": user_id, "seconds": outcome.seconds, "error": error},
+        )
         return summarize_calls(outcome, self.log.since(start_call))
 
     def search(self, user_id: str, query: str, top_k: int) -> list[Hit]:
