@@ -153,7 +153,7 @@ def plan_facts(
     old = sorted(seen_records.values(), key=lambda r: (r.created_at, r.rowid))
     checks = CheckContext(
         messages=messages, shown=shown, groups=groups,
-        seen=[r.text for r in old] + [m.content for m in recent], recent=recent,
+        seen=[r.text for r in old] + [m.content for m in recent],
         stored=request.messages, now=request.now,
         people_in=lambda texts: _names_in(models.entities, texts), lexicon=models.lexicon,
     )  # fmt: skip

@@ -25,19 +25,6 @@ Dropped = tuple[str, str]  # (fact text, why it was dropped)
 SIDES = ("user", "assistant")
 
 
-class SaidMessage(Protocol):
-    """A message as the checks read it: who said it, what, and when (ISO 8601 or None)."""
-
-    @property
-    def role(self) -> str: ...
-    @property
-    def name(self) -> str | None: ...
-    @property
-    def content(self) -> str: ...
-    @property
-    def observed_at(self) -> str | None: ...
-
-
 @dataclass(frozen=True)
 class Speakers:
     """Who the two sides of a conversation are, as facts name them."""
@@ -100,8 +87,6 @@ class CheckContext:
     # the model calls of the add, as lists of plan indexes (inference.extraction_groups): a fact
     # is grounded among its own call's messages; empty: one call for all of `shown`
     groups: Sequence[Sequence[int]] = ()
-    # the scope's recent messages shown, as the extractor saw them (their speakers and days)
-    recent: Sequence[SaidMessage] = ()
     speakers: Speakers = field(init=False)
 
     def __post_init__(self) -> None:

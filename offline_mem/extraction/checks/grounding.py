@@ -25,7 +25,7 @@ from dataclasses import replace
 from ...store.records import NewMessage
 from ..admission import Fact
 from ..lexicon import ENGLISH, Lexicon
-from .base import CheckContext, Dropped, SaidMessage, Speakers, user_names
+from .base import CheckContext, Dropped, Speakers, user_names
 from .content_words import WORD, content_stems, words_of
 
 
@@ -282,44 +282,26 @@ class ContextCopies:
     With one model call per message, a call's context also holds the add's earlier messages:
     measured on real dialogue, the 1.5B model restated the other person's message just before
     under the writer's name ("Tomasz won the regional cup at sixteen" from Tomasz's "Winning
-    the cup is amazing! Do you still sail?", right after the other person told of her cup).
-
-    A restatement of the writer's own earlier message of the same day is no copy: the fact is
-    theirs, and dated right (`own_same_day`)."""
+    the cup is amazing! Do you still sail?", right after the other person told of her cup)."""
 
     def check(self, facts: Sequence[Fact], ctx: CheckContext) -> tuple[list[Fact], list[Dropped]]:
-        groups = ctx.groups if len(ctx.groups) > 1 else [list(ctx.shown)]
+        if len(ctx.groups) <= 1:
+            return drop_context_copies(
+                facts, ctx.messages, ctx.shown, ctx.seen, speakers=ctx.speakers,
+                lexicon=ctx.lexicon,
+            )  # fmt: skip
         kept: list[Fact] = []
         dropped: list[Dropped] = []
-        for group in groups:
-            earlier = [ctx.messages[i] for i in ctx.shown if i < group[0]]
-            in_group = [f for f in facts if f.sources[0] in group] if len(groups) > 1 else facts
-            for source in dict.fromkeys(f.sources[0] for f in in_group):
-                writer = ctx.messages[source]
-                own = own_same_day(writer, [*ctx.recent, *earlier])
-                context = [t for t in [*ctx.seen, *(m.content for m in earlier)] if t not in own]
-                k, d = drop_context_copies(
-                    [f for f in in_group if f.sources[0] == source], ctx.messages, group,
-                    context, speakers=ctx.speakers, lexicon=ctx.lexicon,
-                )  # fmt: skip
-                kept += k
-                dropped += d
+        for group in ctx.groups:
+            own = [f for f in facts if f.sources[0] in group]
+            earlier = [ctx.messages[i].content for i in ctx.shown if i < group[0]]
+            k, d = drop_context_copies(
+                own, ctx.messages, group, [*ctx.seen, *earlier], speakers=ctx.speakers,
+                lexicon=ctx.lexicon,
+            )  # fmt: skip
+            kept += k
+            dropped += d
         return kept, dropped
-
-
-def own_same_day(writer: SaidMessage, context: Sequence[SaidMessage]) -> set[str]:
-    """The texts of `context` that `writer`'s speaker said on the same day as `writer`.
-
-    Measured on real dialogue (dev set, replaying a run's model answers): of the facts dropped as
-    context copies, about a third restated the writer's own earlier turn (true, theirs); the rest
-    restated the other person's. A fact taken from an earlier day's message would be dated to
-    today's, so only the same day counts."""
-    return {
-        m.content
-        for m in context
-        if (m.role, m.name) == (writer.role, writer.name)
-        and (m.observed_at or "")[:10] == (writer.observed_at or "")[:10]
-    }
 
 
 class InventedNames:
