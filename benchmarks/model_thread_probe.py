@@ -8,8 +8,8 @@ cached and generated tokens and the seconds spent inside the model.
 
 Measured (2 cores, AVX-512, quiet; session 16): the same prompts and tokens took 26-28 s of model
 time from the main thread and 30-32 s from any other thread, in either order; with
-OMP_WAIT_POLICY=passive all three took 33-36 s and the gap closed. So the shortfall is llama.cpp's
-OpenMP team depending on the calling thread, not the queue.
+OMP_WAIT_POLICY=passive all three took 33-36 s and the gap closed. So the shortfall is not the
+queue; it points to llama.cpp's OpenMP threads and the thread that calls the model.
 """
 
 from __future__ import annotations

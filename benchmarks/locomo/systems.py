@@ -200,7 +200,7 @@ class TraceReplay:
     which change when a check does). A supersession question (`choose`) is answered from the
     trace only when its prompt is the traced one, else by the model; `fallbacks` counts those.
     A traced add that failed in a model call (an answer cut at max_tokens is not traced) fails
-    again at that call with ExtractionError; `failed_adds` counts those."""
+    again at that call with ExtractionError (the report's failed adds count them)."""
 
     def __init__(self, trace: Path) -> None:
         self.adds: dict[str, list[list[dict[str, Any]]]] = defaultdict(list)
@@ -213,7 +213,8 @@ class TraceReplay:
                 if "user_id" not in record:
                     raise ValueError(f"{trace}: add records without user_id (an older trace)")
                 self.adds[record["user_id"]].append(calls)
-                # in traces written before the field an add's error is "unknown"
+                # traces written before the field say no error: an add of theirs that runs
+                # out of traced answers is taken as one that failed ("unknown")
                 self.errors[record["user_id"]].append(record.get("error", "unknown"))
                 calls = []
             elif record["kind"] == "choose":
@@ -224,7 +225,6 @@ class TraceReplay:
         self.cursor: dict[str, int] = defaultdict(int)
         self.pending: list[dict[str, Any]] = []
         self.fallbacks = 0
-        self.failed_adds = 0
         self.error: str | None = None  # the current add's traced error
 
     def begin_add(self, user_id: str) -> None:
@@ -246,8 +246,7 @@ class TraceReplay:
                 return inner.identity
 
             def extract(self, prompt: Any) -> Any:
-                if not replay.pending and replay.error is not None:
-                    replay.failed_adds += 1  # the traced add failed here: so does this one
+                if not replay.pending and replay.error is not None:  # it failed here
                     raise ExtractionError(f"replayed from the trace: {replay.error}")
                 if not replay.pending or replay.pending[0]["kind"] != prompt.kind:
                     raise RuntimeError(f"no traced {prompt.kind} answer left for this add")
