@@ -172,3 +172,33 @@ def test_each_fact_of_a_named_dialogue_is_about_the_person_who_said_it(extractor
         said_by = "Tomasz" if "run" in fact.lower() else said_by
         if said_by is not None:
             assert fact.startswith(said_by), (fact, facts)
+
+
+def test_every_model_call_runs_on_one_thread_whoever_calls(extractor, tmp_path):
+    """llama.cpp runs slower once two threads have called it (model_thread.py): a synchronous
+    add from the caller's thread and a queued job from the worker evaluate on the same thread."""
+    import threading
+
+    llm = extractor.call_model(lambda llm, _cancelled: llm)
+    evaluated_on: set[int] = set()
+    evaluate = llm.eval
+
+    def spy(tokens):
+        evaluated_on.add(threading.get_ident())
+        return evaluate(tokens)
+
+    llm.eval = spy
+    m = Memory({"path": str(tmp_path / "m.db")}, extractor=extractor)
+    try:
+        m.add("I'm Priya and I keep bees on my roof.", user_id="priya")
+        caller = threading.Thread(target=lambda: m.add("I also grow tomatoes.", user_id="priya"))
+        caller.start()
+        caller.join()
+        m.add("My hives are blue.", user_id="priya", async_mode=True)
+        m.flush(timeout=900)
+        assert len(evaluated_on) == 1
+        assert evaluated_on.isdisjoint({threading.get_ident(), caller.ident})
+    finally:
+        del llm.eval  # the session's extractor stays as it was for the other tests
+        m._worker.stop()
+        m.store.close()

@@ -50,8 +50,7 @@ class LlamaChatModel(ChatModel):
         self.owned = owned
 
     def reply(self, messages: Sequence[dict[str, str]], *, max_tokens: int) -> str:
-        with self.extractor._lock:
-            llm = self.extractor._load().llm
+        def complete(llm: Any, _cancelled: Any) -> str:
             try:
                 out = llm.create_chat_completion(
                     messages=list(messages),
@@ -65,7 +64,9 @@ class LlamaChatModel(ChatModel):
                 )
             except Exception as exc:  # llama-cpp-python raises ValueError/RuntimeError
                 raise ModelError(f"the chat model failed: {exc}") from exc
-        return str(out["choices"][0]["message"]["content"] or "").strip()
+            return str(out["choices"][0]["message"]["content"] or "").strip()
+
+        return self.extractor.call_model(complete)
 
     def close(self) -> None:
         if self.owned:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import ctypes
 import math
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
-Finish = Literal["stop", "length", "deadline"]
+Finish = Literal["stop", "length", "deadline", "cancelled"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,7 @@ def decode_greedy(
     max_tokens: int,
     deadline: float,
     reuse_cache: bool = True,
+    cancelled: threading.Event | None = None,
 ) -> Decoded:
     """Write the answer to `prompt` at temperature 0 under the grammar. The KV cache keeps the
     longest prefix it shares with the previous call (as llama-cpp-python's own generate does);
@@ -122,7 +124,9 @@ def decode_greedy(
     With `reuse_cache=False` the whole prompt is evaluated from an empty cache, in the model's
     fixed batches: the answer then depends only on the prompt (and the build), not on what the
     cache held. Evaluating a prompt in one pass and re-evaluating only its tail give logits that
-    differ in the last bits on some CPUs, enough to flip a near-tie."""
+    differ in the last bits on some CPUs, enough to flip a near-tie.
+
+    Writing stops early when `cancelled` is set (the caller stopped waiting)."""
     import llama_cpp
 
     started = time.perf_counter()
@@ -136,6 +140,9 @@ def decode_greedy(
         while len(written) < max_tokens:
             if time.monotonic() > deadline:
                 finish = "deadline"
+                break
+            if cancelled is not None and cancelled.is_set():
+                finish = "cancelled"
                 break
             logits = np.ctypeslib.as_array(
                 llama_cpp.llama_get_logits_ith(ctx, -1), shape=(n_vocab,)

@@ -19,16 +19,17 @@ import re
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ..errors import ExtractionError, ModelError
 from .decoding import GrammarSampler, decode_greedy, next_token_logits
 from .kv_slots import KvSlots
+from .model_thread import ModelThread
 
 DEFAULT_SEED = 1234
 DEFAULT_N_CTX = 8192
@@ -36,6 +37,8 @@ DEFAULT_TIMEOUT_S = 300.0
 # The prompt batch of reproducible mode: fixed, so that a prompt is always cut into the same
 # batches (llama.cpp's result can depend on how a prompt was split).
 REPRODUCIBLE_N_BATCH = 512
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,7 @@ class LlamaExtractor(Extractor):
         self._chat_format = ""
         self._identity: ExtractorIdentity | None = None
         self._lock = threading.Lock()
+        self._thread = ModelThread("offline_mem-model")
 
     @property
     def identity(self) -> ExtractorIdentity:  # type: ignore[override]  # lazy, read-only
@@ -241,70 +245,84 @@ class LlamaExtractor(Extractor):
             loaded.grammars[key] = grammar
         return grammar
 
+    def call_model(self, call: Callable[[Any, threading.Event], T]) -> T:
+        """`call(llm, cancelled)` with the loaded `llama_cpp.Llama`, on the model thread (see
+        model_thread.py), one call at a time; `cancelled` is set if the caller is interrupted."""
+
+        def on_model_thread(cancelled: threading.Event) -> T:
+            with self._lock:
+                return call(self._load().llm, cancelled)
+
+        return self._thread.run(on_model_thread)
+
     def extract(self, prompt: Prompt) -> ExtractionOutput:
-        with self._lock:
-            loaded = self._load()
-            gbnf, root = self._grammar(loaded, prompt.schema)
-            llm = loaded.llm
-            formatter = _chat_formatter(self._chat_format)
-            try:
-                formatted = formatter(messages=[dict(m) for m in prompt.messages])
-                tokens = llm.tokenize(
-                    formatted.prompt.encode("utf-8"),
+        return self.call_model(lambda llm, cancelled: self._extract(llm, prompt, cancelled))
+
+    def _extract(self, llm: Any, prompt: Prompt, cancelled: threading.Event) -> ExtractionOutput:
+        loaded = self._load()
+        gbnf, root = self._grammar(loaded, prompt.schema)
+        tokens = self._tokens(llm, prompt, "")
+        if not self.reproducible:
+            loaded.slots.switch_to(prompt.kind)  # each kind of prompt keeps its own KV cache
+        start = time.perf_counter()
+        try:
+            decoded = decode_greedy(
+                llm,
+                tokens,
+                gbnf=gbnf,
+                root=root,
+                max_tokens=prompt.max_tokens,
+                deadline=time.monotonic() + self.timeout_s,
+                reuse_cache=not self.reproducible,
+                cancelled=cancelled,
+            )
+        except Exception as exc:  # context overflow, decode failure, ...
+            raise ExtractionError(f"the extractor model failed: {exc}") from exc
+        seconds = time.perf_counter() - start
+        if decoded.finish == "deadline":
+            raise ExtractionError(f"the extractor model took longer than {self.timeout_s}s")
+        if decoded.finish == "cancelled":
+            raise ExtractionError("the extraction was cancelled (its caller stopped waiting)")
+        if decoded.finish == "length":
+            raise ExtractionError(
+                f"the model's answer did not end within {prompt.max_tokens} tokens"
+            )
+        return ExtractionOutput(
+            data=parse_answer(decoded.text),
+            text=decoded.text,
+            prompt_tokens=len(tokens),
+            cached_tokens=decoded.cached_tokens,
+            completion_tokens=decoded.completion_tokens,
+            seconds=seconds,
+            prompt_seconds=decoded.prompt_seconds,
+        )
+
+    def _tokens(self, llm: Any, prompt: Prompt, answer_start: str) -> list[int]:
+        """The chat prompt in the pinned format, then `answer_start`, as tokens."""
+        formatter = _chat_formatter(self._chat_format)
+        try:
+            formatted = formatter(messages=[dict(m) for m in prompt.messages])
+            return list(
+                llm.tokenize(
+                    (formatted.prompt + answer_start).encode("utf-8"),
                     add_bos=not formatted.added_special,
                     special=True,
                 )
-            except Exception as exc:
-                raise ExtractionError(f"cannot format the prompt: {exc}") from exc
-            if not self.reproducible:
-                loaded.slots.switch_to(prompt.kind)  # each kind of prompt keeps its own KV cache
-            start = time.perf_counter()
-            try:
-                decoded = decode_greedy(
-                    llm,
-                    tokens,
-                    gbnf=gbnf,
-                    root=root,
-                    max_tokens=prompt.max_tokens,
-                    deadline=time.monotonic() + self.timeout_s,
-                    reuse_cache=not self.reproducible,
-                )
-            except Exception as exc:  # context overflow, decode failure, ...
-                raise ExtractionError(f"the extractor model failed: {exc}") from exc
-            seconds = time.perf_counter() - start
-            if decoded.finish == "deadline":
-                raise ExtractionError(f"the extractor model took longer than {self.timeout_s}s")
-            if decoded.finish == "length":
-                raise ExtractionError(
-                    f"the model's answer did not end within {prompt.max_tokens} tokens"
-                )
-            return ExtractionOutput(
-                data=parse_answer(decoded.text),
-                text=decoded.text,
-                prompt_tokens=len(tokens),
-                cached_tokens=decoded.cached_tokens,
-                completion_tokens=decoded.completion_tokens,
-                seconds=seconds,
-                prompt_seconds=decoded.prompt_seconds,
             )
+        except Exception as exc:
+            raise ExtractionError(f"cannot format the prompt: {exc}") from exc
 
     def choose(self, prompt: Prompt, prefix: str, options: Sequence[str]) -> dict[str, float]:
         """The options' next-token probabilities after the chat prompt and `prefix`, normalised
         over the options (one forward pass, no generation). Each option must start with a
         token of its own: that first token stands for it."""
-        with self._lock:
-            llm = self._load().llm
-            formatter = _chat_formatter(self._chat_format)
+
+        def first_token_logits(llm: Any, _cancelled: threading.Event) -> list[float]:
+            tokens = self._tokens(llm, prompt, prefix)
             try:
-                formatted = formatter(messages=[dict(m) for m in prompt.messages])
-                tokens = llm.tokenize(
-                    (formatted.prompt + prefix).encode("utf-8"),
-                    add_bos=not formatted.added_special,
-                    special=True,
-                )
                 firsts = [llm.tokenize(o.encode("utf-8"), add_bos=False)[0] for o in options]
             except Exception as exc:
-                raise ExtractionError(f"cannot format the prompt: {exc}") from exc
+                raise ExtractionError(f"cannot tokenize {list(options)}: {exc}") from exc
             if len(set(firsts)) != len(firsts):
                 raise ExtractionError(f"the options {list(options)} share their first token")
             if not self.reproducible:
@@ -313,15 +331,22 @@ class LlamaExtractor(Extractor):
                 logits = next_token_logits(llm, tokens, reuse_cache=not self.reproducible)
             except Exception as exc:
                 raise ExtractionError(f"the extractor model failed: {exc}") from exc
-        chosen = np.array([float(logits[t]) for t in firsts])
+            return [float(logits[t]) for t in firsts]
+
+        chosen = np.array(self.call_model(first_token_logits))
         weights = np.exp(chosen - chosen.max())
         return {o: float(w) for o, w in zip(options, weights / weights.sum(), strict=True)}
 
     def close(self) -> None:
-        with self._lock:
-            if self._loaded is not None:
-                self._loaded.llm.close()
-                self._loaded = None
+        def release(_cancelled: threading.Event) -> None:
+            with self._lock:
+                if self._loaded is not None:
+                    self._loaded.llm.close()
+                    self._loaded = None
+
+        if self._loaded is not None:
+            self._thread.run(release)
+        self._thread.close()
 
 
 def _chat_formatter(name: str) -> Any:

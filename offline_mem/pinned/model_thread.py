@@ -1,0 +1,72 @@
+"""One thread for every call into llama.cpp.
+
+llama.cpp computes with OpenMP, and GNU OpenMP keeps a pool of worker threads for each thread
+that calls it. Once two threads have called the model (say a synchronous add from the main
+thread, then a queued job from the `Memory`'s worker), the process manages more OpenMP threads
+than it has cores, and OpenMP then shortens how long its idle threads spin before sleeping, so
+each step of a decode pays for waking them. Measured on 2 cores (benchmarks/model_thread_probe.py,
+4 two-turn adds): 11.5-11.7 s of model time with every call on the main thread, 11.0-12.0 s with
+every call on one other thread, 13.5-14.4 s with the model warmed up on the main thread and run
+from another. So every call runs on this one thread, whichever thread asks.
+
+Each call gets an event that is set when its caller is interrupted while it waits
+(KeyboardInterrupt); the decoding loop checks it between tokens, so the call ends soon instead
+of running on unseen (and holding up the interpreter's exit, which waits for the thread).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+class ModelThread:
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._executor: ThreadPoolExecutor | None = None
+        self._pid = 0  # the process the executor's thread lives in (a fork has no such thread)
+        self._thread_id: int | None = None
+        self._guard = threading.Lock()
+
+    def run(self, call: Callable[[threading.Event], T]) -> T:
+        """`call(cancelled)` on the model thread; its result or its exception."""
+        cancelled = threading.Event()
+        executor = self._current()
+        if executor is None:  # already on the model thread (a call made from inside a call)
+            return call(cancelled)
+        future = None
+        try:
+            future = executor.submit(call, cancelled)
+            return future.result()
+        except BaseException:  # interrupted while waiting: stop the call at its next token
+            cancelled.set()
+            if future is not None:
+                future.cancel()  # not started yet: it never will
+            raise
+
+    def close(self) -> None:
+        """End the thread once its calls are done; a later `run` starts a new one."""
+        with self._guard:
+            executor, self._executor = self._executor, None
+        if executor is not None and self._pid == os.getpid():
+            executor.shutdown(wait=threading.get_ident() != self._thread_id)
+
+    def _current(self) -> ThreadPoolExecutor | None:
+        with self._guard:
+            if self._executor is None or self._pid != os.getpid():
+                self._executor = ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix=self._name, initializer=self._started
+                )
+                self._pid = os.getpid()
+                self._thread_id = None
+            elif threading.get_ident() == self._thread_id:
+                return None
+            return self._executor
+
+    def _started(self) -> None:
+        self._thread_id = threading.get_ident()
