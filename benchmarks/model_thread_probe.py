@@ -8,8 +8,11 @@ cached and generated tokens and the seconds spent inside the model.
 
 Measured (2 cores, AVX-512, quiet; session 16): the same prompts and tokens took 26-28 s of model
 time from the main thread and 30-32 s from any other thread, in either order; with
-OMP_WAIT_POLICY=passive all three took 33-36 s and the gap closed. So the shortfall is not the
-queue; it points to llama.cpp's OpenMP threads and the thread that calls the model.
+OMP_WAIT_POLICY=passive all three took 33-36 s and the gap closed. Cause: GNU OpenMP keeps a pool
+per calling thread and spins less once it manages more threads than there are cores. Since every
+model call runs on one thread (offline_mem/pinned/model_thread.py) the three ways take the same
+time (session 17: 30.4 s queued, 30.6 s main thread, 29.9 s other thread; before, the same
+session: 35.4, 29.4, 36.1).
 """
 
 from __future__ import annotations
