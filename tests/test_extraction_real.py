@@ -202,3 +202,31 @@ def test_every_model_call_runs_on_one_thread_whoever_calls(extractor, tmp_path):
         del llm.eval  # the session's extractor stays as it was for the other tests
         m._worker.stop()
         m.store.close()
+
+
+def test_an_answer_cut_at_its_token_limit_keeps_the_facts_it_finished(extractor):
+    """Measured on the dev set: 2 of 383 adds ran past the answer's token limit and failed
+    whole. The facts finished before the cut are kept; the unfinished one is dropped."""
+    import json
+
+    from offline_mem.pinned.extractor import Prompt
+
+    schema = {
+        "type": "object",
+        "properties": {"1": {"type": "array", "items": {"type": "string"}}},
+        "additionalProperties": False,
+    }
+    messages = (
+        {"role": "system", "content": 'List the facts of the message as {"1": ["fact", ...]}.'},
+        {"role": "user", "content": "Priya keeps bees in Lyon, rides a blue bicycle to work at "
+                                    "the opera, and has a sister called Ines who is a pilot."},
+    )  # fmt: skip
+    whole = extractor.extract(Prompt("facts", messages, schema, max_tokens=200))
+    assert not whole.truncated and len(whole.data["1"]) >= 2, whole.text
+    limit = whole.completion_tokens - 4  # inside the last fact or its closing brackets
+    cut = extractor.extract(Prompt("facts", messages, schema, max_tokens=limit))
+    assert cut.truncated
+    with pytest.raises(ValueError):
+        json.loads(cut.text)  # the answer really was cut
+    assert set(cut.data) <= {"1"} and 1 <= len(cut.data.get("1", [])) < len(whole.data["1"])
+    assert all(fact and f'"{fact}"' in cut.text for fact in cut.data["1"])

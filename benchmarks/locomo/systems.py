@@ -162,9 +162,11 @@ def make_recording_extractor(inner: Any, log: CallLog, trace: Path | None = None
                 reason = "length" if "did not end within" in str(exc) else "error"
                 log.calls.append(LlmCall(0, 0, reason, error=str(exc)))
                 raise
-            log.calls.append(LlmCall(out.prompt_tokens, out.completion_tokens, "stop"))
+            finish = "length" if out.truncated else "stop"  # cut: the finished part was kept
+            log.calls.append(LlmCall(out.prompt_tokens, out.completion_tokens, finish))
             _trace(trace, {
                 "kind": prompt.kind, "messages": list(prompt.messages), "data": out.data,
+                "truncated": out.truncated,
                 "prompt_tokens": out.prompt_tokens, "cached_tokens": out.cached_tokens,
                 "completion_tokens": out.completion_tokens, "seconds": out.seconds,
                 "prompt_seconds": out.prompt_seconds,
@@ -255,6 +257,7 @@ class TraceReplay:
                     data=r["data"], text=json.dumps(r["data"], ensure_ascii=False),
                     prompt_tokens=r["prompt_tokens"], cached_tokens=r["cached_tokens"],
                     completion_tokens=r["completion_tokens"],
+                    truncated=r.get("truncated", False),
                 )  # fmt: skip
 
             def choose(self, prompt: Any, prefix: str, options: Any) -> dict[str, float]:

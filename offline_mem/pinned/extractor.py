@@ -8,12 +8,14 @@ under a grammar (`decoding.py`); the chat format comes from the manifest, never 
 answer's JSON schema is compiled to a GBNF grammar explicitly and checked against the model's
 vocabulary before the first call, so a schema that does not compile fails loudly instead of
 falling back to generic JSON. Any model failure, timeout or answer outside the schema is an
-`ExtractionError`.
+`ExtractionError`; an answer cut at its token limit keeps the values it finished
+(json_prefix.py) and is marked `truncated`.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import threading
@@ -28,6 +30,7 @@ import numpy as np
 
 from ..errors import ExtractionError, ModelError
 from .decoding import GrammarSampler, decode_greedy, next_token_logits
+from .json_prefix import complete_prefix
 from .kv_slots import KvSlots
 from .model_thread import ModelThread
 
@@ -39,6 +42,7 @@ DEFAULT_TIMEOUT_S = 300.0
 REPRODUCIBLE_N_BATCH = 512
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,9 @@ class ExtractionOutput:
     completion_tokens: int = 0
     seconds: float = 0.0  # wall time inside the model call
     prompt_seconds: float = 0.0  # of `seconds`, evaluating the prompt's tokens not cached
+    # the answer ran into the prompt's max_tokens: `data` holds what was finished before
+    # (json_prefix.py), the unfinished rest is dropped
+    truncated: bool = False
 
 
 class Extractor(ABC):
@@ -284,17 +291,27 @@ class LlamaExtractor(Extractor):
         if decoded.finish == "cancelled":
             raise ExtractionError("the extraction was cancelled (its caller stopped waiting)")
         if decoded.finish == "length":
-            raise ExtractionError(
-                f"the model's answer did not end within {prompt.max_tokens} tokens"
+            salvaged = complete_prefix(decoded.text)
+            if not isinstance(salvaged, dict):
+                raise ExtractionError(
+                    f"the model's answer did not end within {prompt.max_tokens} tokens"
+                )
+            log.warning(
+                "the model's answer did not end within %d tokens: kept what it finished before",
+                prompt.max_tokens,
             )
+            data = salvaged
+        else:
+            data = parse_answer(decoded.text)
         return ExtractionOutput(
-            data=parse_answer(decoded.text),
+            data=data,
             text=decoded.text,
             prompt_tokens=len(tokens),
             cached_tokens=decoded.cached_tokens,
             completion_tokens=decoded.completion_tokens,
             seconds=seconds,
             prompt_seconds=decoded.prompt_seconds,
+            truncated=decoded.finish == "length",
         )
 
     def _tokens(self, llm: Any, prompt: Prompt, answer_start: str) -> list[int]:
