@@ -115,7 +115,7 @@ class MemoryReads:
 
         Facts: candidates from vector similarity, keyword (BM25) and entity signals; `score` is
         their weighted sum on a fixed [0, 1] scale (see ranking.py). Messages: scored on the same
-        scale by their own text (similarity and entities). Facts take at most 30% of the places
+        scale by their own text (similarity and entities). Facts take at most 20% of the places
         (evidence.py says why). `threshold` drops lower scores. A message item
         has `id`, `memory` (the turn as "Name: content" when it has a name), `content`, `role`,
         `name`, `created_at`, `observed_at`, `memory_ids` (the facts extracted from it) and

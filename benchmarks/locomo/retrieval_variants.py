@@ -7,7 +7,7 @@ recall (no answer model, so each variant costs seconds, not an hour).
 
 Variants (what a user of the API can call, plus internal switches of the default ranking):
     search                 facts and stored turns in one ranking (the default)
-    search, facts by score facts not capped at 30% of the places (evidence.FACT_SHARE = 1)
+    search, facts by score facts not capped at 20% of the places (evidence.FACT_SHARE = 1)
     search, no references  resolve_references=False (references.py's relational-name rule off)
     facts only             search(include_messages=False)
     turns only             search_messages (cosine over the stored turns)
