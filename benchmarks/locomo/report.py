@@ -31,63 +31,100 @@ def config_line(report: dict[str, Any]) -> str:
     )
 
 
+ROWS: tuple[tuple[str, Any, int], ...] = (
+    ("answer F1 (all questions)", "f1", 3),
+    ("answer F1 (answerable)", "f1_answerable", 3),
+    ("F1 by type", "f1_by_type", 3),  # expanded into one row per type
+    ("evidence recall@k", "evidence_recall", 3),
+    ("gold tokens in retrieved", "gold_in_context", 3),
+    ("not-mentioned rate (NM questions)", "not_mentioned_rate", 3),
+    ("false not-mentioned (answerable)", "false_not_mentioned_rate", 3),
+    ("add p50 (s)", "add_p50_s", 2),
+    ("add p95 (s)", "add_p95_s", 2),
+    ("add max (s)", "add_max_s", 2),
+    (
+        "adds / failed / ran to max_tokens / stored nothing",
+        ("adds", "adds_failed", "adds_hit_max_tokens", "adds_storing_nothing"),
+        0,
+    ),
+    ("extraction prompt tokens per add", "extraction_prompt_tokens_per_add", 0),
+    ("extraction completion tokens (total)", "extraction_completion_tokens", 0),
+    ("answer prompt tokens per question", "answer_prompt_tokens_per_question", 0),
+    ("search p50 (ms)", "search_p50_ms", 1),
+    ("search p95 (ms)", "search_p95_ms", 1),
+    ("memories stored", "memories_stored", 0),
+    ("storage (KiB)", "storage_bytes", 0),
+    ("peak RSS (MiB)", "peak_rss_mib", 0),
+    ("LLM server peak RSS (MiB)", "server_peak_rss_mib", 0),
+    ("ingest wall time (s)", "ingest_s", 1),
+    ("load average (1 min) at ingest start / end", "loadavg_start_end", 0),
+)
+# the rows that mean something on a subset of the samples (the peer's)
+SUBSET_ROWS = ("f1", "f1_answerable", "f1_by_type", "evidence_recall", "gold_in_context")
+SUBSET_ROWS += ("add_p50_s", "add_p95_s", "search_p50_ms", "search_p95_ms")
+
+
+def _cell(summary: dict[str, Any], key: Any, digits: int) -> str:
+    if isinstance(key, tuple) and key[0] == "f1_by_type":
+        value: Any = summary["f1_by_type"].get(key[1])
+    elif isinstance(key, tuple):
+        value = " / ".join(str(summary[k]) for k in key)
+    elif key == "loadavg_start_end":
+        pair = summary.get(key) or [None, None]
+        value = " / ".join("—" if p is None else f"{p[0]:.1f}" for p in pair)
+    elif key == "storage_bytes":
+        value = summary[key] / 1024.0
+    else:
+        value = summary[key]
+    return _fmt(value, digits) if digits else _fmt(_round(value), 0)
+
+
+def table(summaries: dict[str, dict[str, Any]], keys: tuple[str, ...] | None = None) -> list[str]:
+    """A markdown table of the summaries, one column per system (`keys`: only those rows)."""
+    names = list(summaries)
+    types = [t for t in TYPE_ORDER if any(t in summaries[n]["f1_by_type"] for n in names)]
+    lines = ["| metric | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for label, key, digits in ROWS:
+        if keys is not None and (not isinstance(key, str) or key not in keys):
+            continue
+        expanded = (
+            [(f"F1 {t}", ("f1_by_type", t)) for t in types]
+            if key == "f1_by_type"
+            else [(label, key)]
+        )
+        for row_label, row_key in expanded:
+            cells = [_cell(summaries[n], row_key, digits) for n in names]
+            lines.append(f"| {row_label} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def markdown(report: dict[str, Any]) -> str:
     s = report["summary"]
     names = list(s)
-    types = [t for t in TYPE_ORDER if any(t in s[n]["f1_by_type"] for n in names)]
-    rows = [
-        ("answer F1 (all questions)", "f1", 3),
-        ("answer F1 (answerable)", "f1_answerable", 3),
-        *[(f"F1 {t}", ("f1_by_type", t), 3) for t in types],
-        ("evidence recall@k", "evidence_recall", 3),
-        ("gold tokens in retrieved", "gold_in_context", 3),
-        ("not-mentioned rate (NM questions)", "not_mentioned_rate", 3),
-        ("false not-mentioned (answerable)", "false_not_mentioned_rate", 3),
-        ("add p50 (s)", "add_p50_s", 2),
-        ("add p95 (s)", "add_p95_s", 2),
-        ("add max (s)", "add_max_s", 2),
-        (
-            "adds / failed / ran to max_tokens / stored nothing",
-            ("adds", "adds_failed", "adds_hit_max_tokens", "adds_storing_nothing"),
-            0,
-        ),
-        ("extraction prompt tokens per add", "extraction_prompt_tokens_per_add", 0),
-        ("extraction completion tokens (total)", "extraction_completion_tokens", 0),
-        ("answer prompt tokens per question", "answer_prompt_tokens_per_question", 0),
-        ("search p50 (ms)", "search_p50_ms", 1),
-        ("search p95 (ms)", "search_p95_ms", 1),
-        ("memories stored", "memories_stored", 0),
-        ("storage (KiB)", "storage_bytes", 0),
-        ("peak RSS (MiB)", "peak_rss_mib", 0),
-        ("LLM server peak RSS (MiB)", "server_peak_rss_mib", 0),
-        ("ingest wall time (s)", "ingest_s", 1),
-        ("load average (1 min) at ingest start / end", "loadavg_start_end", 0),
-    ]
     lines = [
         f"# LoCoMo-format benchmark: {', '.join(names)}",
         "",
         f"Configuration: {config_line(report)}.",
         "",
-        "| metric | " + " | ".join(names) + " |",
-        "|---|" + "---|" * len(names),
+        *table(s),
     ]
-    for label, key, digits in rows:
-        cells = []
-        for n in names:
-            summary = s[n]
-            if isinstance(key, tuple) and key[0] == "f1_by_type":
-                value: Any = summary["f1_by_type"].get(key[1])
-            elif isinstance(key, tuple):
-                value = " / ".join(str(summary[k]) for k in key)
-            elif key == "loadavg_start_end":
-                pair = summary.get(key) or [None, None]
-                value = " / ".join("—" if p is None else f"{p[0]:.1f}" for p in pair)
-            elif key == "storage_bytes":
-                value = summary[key] / 1024.0
-            else:
-                value = summary[key]
-            cells.append(_fmt(value, digits) if digits else _fmt(_round(value), 0))
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    on_peer = report.get("summary_on_peer_samples") or {}
+    peer_ids = report.get("peer_samples") or []
+    if "mem0" in s and on_peer and report["dataset"]["samples"] > len(peer_ids):
+        lines += [
+            "",
+            f"## On the peer's samples only ({', '.join(peer_ids)})",
+            "",
+            *table(on_peer, SUBSET_ROWS),
+        ]
+    paired = report.get("paired") or {}
+    if paired:
+        lines += ["", "Paired on the same answerable questions (offline_mem minus the other):"]
+        for name, p in paired.items():
+            lines.append(
+                f"- {name}: {p['points']:+.1f} F1 points, SE {p['se']:.1f} "
+                f"({p['questions']} questions)"
+            )
     lines += [
         "",
         "## Targets (from this one run)",
