@@ -517,8 +517,6 @@ class Mem0System(System):
         messages = [{"role": m.role, "content": m.turn.text, "name": m.name} for m in chunk]
         metadata = {"dia_ids": [m.turn.dia_id for m in chunk], "session_date": _day(when) or ""}
         start_call = len(self.log.calls)
-        if self.replay:
-            self.replay.begin_add(user_id)
         started = time.perf_counter()
         error, stored = None, 0
         try:
