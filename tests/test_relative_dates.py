@@ -36,6 +36,11 @@ CASES = [
     ("User graduated last year.", "User graduated in 2022."),
     ("User retires next year.", "User retires in 2024."),
     ("User's trip next month is to Peru.", "User's trip in October 2023 is to Peru."),
+    ("Ines got her first two cats three years ago.", "Ines got her first two cats in 2020."),
+    ("Rui bought a kayak a year ago.", "Rui bought a kayak in 2022."),
+    ("Rui first saw the film around 4 years ago.", "Rui first saw the film around 2019."),
+    ("User quit smoking two months ago.", "User quit smoking in July 2023."),
+    ("User adopted a dog about a week ago.", "User adopted a dog about 17 September 2023."),
 ]  # fmt: skip
 
 
@@ -52,6 +57,7 @@ def test_phrases_resolve_against_the_observation_day(text: str, expected: str) -
         "User reads a few pages every night.",
         "User's weekly review is every Monday.",
         "User joined Yesterdays Ltd.",
+        "User moved to Porto a few years ago.",  # no number: no one year
     ],
 )
 def test_text_without_a_relative_date_is_left_as_written(text: str) -> None:
@@ -64,6 +70,9 @@ def test_month_arithmetic_crosses_the_year() -> None:
     )
     assert resolve_relative_dates("User moves next month.", date(2023, 12, 31)) == (
         "User moves in January 2024."
+    )
+    assert resolve_relative_dates("User moved three months ago.", date(2024, 2, 29)) == (
+        "User moved in November 2023."
     )
 
 

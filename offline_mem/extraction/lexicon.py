@@ -20,10 +20,12 @@ from ..errors import ConfigError
 # What a relative date phrase means, as the checks compute it (checks/relative_dates.py):
 #   day-2 .. day+2    that many days from the observation day
 #   days-ago          (number) days before it     weeks-ago       (number) weeks before it
+#   months-ago        (number) months before it   years-ago       (number) years before it
 #   weekday-before    the (weekday) strictly before it      weekday-after   ... strictly after it
 #   weekend-before, week-before, week-after, month-before, month-after, year-before, year-after
 MEANINGS = frozenset({
-    "day-2", "day-1", "day+0", "day+1", "day+2", "days-ago", "weeks-ago", "weekday-before",
+    "day-2", "day-1", "day+0", "day+1", "day+2", "days-ago", "weeks-ago", "months-ago",
+    "years-ago", "weekday-before",
     "weekday-after", "weekend-before", "week-before", "week-after", "month-before", "month-after",
     "year-before", "year-after",
 })  # fmt: skip
@@ -95,7 +97,7 @@ _EN_NUMBERS = {
 }  # fmt: skip
 _EN_PREPOSITIONS = frozenset({
     "since", "from", "until", "till", "by", "before", "after", "on", "in", "at", "of", "as",
-    "during", "to",
+    "during", "to", "around", "about",
 })  # fmt: skip
 # Where someone lives and where they work are the facts that change most, and "lives in Ghent" /
 # "moved to Aarhus" or "works as a nurse" / "started a new job" share no word: each group of
@@ -131,6 +133,8 @@ def _english_relative_dates() -> tuple[tuple[re.Pattern[str], str], ...]:
         (r"\b(?:today|tonight|this (?:morning|afternoon|evening))\b(?!')", "day+0"),
         (rf"\b({number}|\d{{1,2}}) days? ago\b", "days-ago"),
         (rf"\b({number}|\d{{1,2}}) weeks? ago\b", "weeks-ago"),
+        (rf"\b({number}|\d{{1,2}}) months? ago\b", "months-ago"),
+        (rf"\b({number}|\d{{1,2}}) years? ago\b", "years-ago"),
         (rf"\blast ({weekday})\b", "weekday-before"),
         (rf"\b(?:next|this coming) ({weekday})\b", "weekday-after"),
         (r"\blast weekend\b", "weekend-before"),

@@ -53,6 +53,11 @@ def _meant(meaning: str, match: re.Match[str], day: date, lexicon: Lexicon) -> t
         return "day", day + timedelta(days=int(meaning[3:]))
     if meaning == "weeks-ago":
         return "around-day", day - timedelta(weeks=_count(match.group(1), lexicon))
+    if meaning == "months-ago":  # the month only: "two months ago" is no exact day
+        months = day.year * 12 + day.month - 1 - _count(match.group(1), lexicon)
+        return "month", date(months // 12, months % 12 + 1, 1)
+    if meaning == "years-ago":
+        return "year", date(day.year - _count(match.group(1), lexicon), 1, 1)
     if meaning.startswith("weekday-"):
         return "day", _weekday(match.group(1), day, -1 if meaning.endswith("before") else 1,
                                lexicon)  # fmt: skip
