@@ -13,7 +13,8 @@ from .errors import MemoryNotFoundError, ValidationError
 from .pinned.embedder import Embedder
 from .pinned.entities import EntityExtractor
 from .pinned.nlp import TextAnalyzer
-from .retrieval.evidence import MESSAGE_WEIGHTS, Evidence, MessageSignals, rank_evidence
+from .retrieval import evidence as evidence_ranking
+from .retrieval.evidence import MESSAGE_WEIGHTS, Evidence, MessageSignals, asks, rank_evidence
 from .retrieval.ranking import Ranked, Weights, keyword_share
 from .retrieval.references import Candidate, search_resolving
 from .retrieval.search import SearchOutcome, SearchRequest, overfetch, search_memories
@@ -201,6 +202,18 @@ class MemoryReads:
         # A message stored verbatim as a memory (a raw add) is already in the ranking as that
         # memory; listing it twice would only take a place.
         hits = [hit for hit in self.store.message_hits(cosine) if not hit.stored_verbatim]
+        # The replies to the candidates that ask something are candidates too, on their own
+        # signals, and take a share of the question's score (evidence.REPLY_SHARE).
+        replies: dict[int, int] = {}
+        if evidence_ranking.REPLY_SHARE:
+            replies = self.store.message_replies(
+                [h.record.seq for h in hits if asks(h.record.content)]
+            )
+        new = sorted(set(replies.values()) - set(cosine))
+        if new:
+            found = self.store.message_similarities(vector, new)
+            bm25.update(self.store.message_keyword_candidates(stats, scope, limit=0, also_seqs=new))
+            hits += [hit for hit in self.store.message_hits(found) if not hit.stored_verbatim]
         items = {
             hit.record.seq: message_item(hit.record, hit.memory_ids, hit.scope_ids) for hit in hits
         }
@@ -215,7 +228,7 @@ class MemoryReads:
         ]
         ranking = rank_evidence(
             ranked_facts, signals, known_entities=outcome.known_entities,
-            threshold=request.threshold, top_k=request.top_k,
+            threshold=request.threshold, top_k=request.top_k, replies=replies,
         )  # fmt: skip
         return ranking, items
 

@@ -11,7 +11,9 @@ from invariants import violations
 from offline_mem import Memory
 from offline_mem.retrieval.evidence import (
     MESSAGE_WEIGHTS,
+    REPLY_SHARE,
     MessageSignals,
+    asks,
     entity_share,
     fact_places,
     rank_evidence,
@@ -165,3 +167,49 @@ def test_entity_share_counts_whole_words_of_known_entities():
     assert entity_share("Banana bread", ["ana"]) == 0.0
     assert entity_share("We saw New York!", ["new york", "lisbon"]) == 0.5
     assert entity_share("anything", []) == 0.0
+
+
+def test_the_reply_to_a_question_takes_a_share_of_its_score():
+    messages = [
+        MessageSignals(20, 0.8, "Ines: Lovely! Which flavour did you make?"),  # 0.40
+        MessageSignals(21, 0.1, "Rui: Coconut and lime, with a bit of mint."),  # 0.05 own
+        MessageSignals(30, 0.6, "Rui: I made ice cream on Sunday."),  # 0.30
+        MessageSignals(31, 0.1, "Ines: Sounds good."),  # 0.05, the reply to no question
+    ]
+    plain = rank_evidence([], messages, known_entities=[], threshold=None, top_k=3)
+    assert [e.key for e in plain] == [20, 30, 21]
+    lent = rank_evidence(
+        [], messages, known_entities=[], threshold=None, top_k=3, replies={20: 21, 30: 31}
+    )
+    assert [e.key for e in lent] == [20, 21, 30]  # right after its question
+    assert lent[1].score == pytest.approx(REPLY_SHARE * 0.40) and lent[1].lent == lent[1].score
+    assert lent[1].semantic == pytest.approx(0.1)  # its own signals stay as they were
+    details = lent[1].explain(MESSAGE_WEIGHTS, None)
+    assert details["final_score"] == pytest.approx(0.36)
+    assert details["score_lent_by_question"] == pytest.approx(0.36)
+    assert "score_lent_by_question" not in lent[0].explain(MESSAGE_WEIGHTS, None)
+    # a reply that scores higher on its own keeps its own score; the threshold applies after
+    own = rank_evidence([], messages[:2], known_entities=[], threshold=0.39, top_k=3,
+                        replies={21: 20})  # fmt: skip
+    assert [(e.key, e.lent) for e in own] == [(20, 0.0)]
+    assert asks("Rui: which flavour?") and asks("Rui: 何味？") and not asks("Rui: mint.")
+
+
+def test_search_returns_the_answer_to_a_question_that_matched(tmp_path):
+    """The query matches the question turn; the reply holding the answer shares no word with
+    the query, yet comes right after it."""
+    m = open_memory(tmp_path / "m.db", answer())  # no facts: the turns alone
+    turns = [
+        ("Ines", "Did you finally bake that rye sourdough loaf for the market?"),
+        ("Rui", "Sadly it flopped, so I brought lemon tarts instead."),
+        ("Ines", "The weather was awful all weekend."),
+        ("Rui", "We stayed in and watched films about sailing."),
+    ]
+    messages = [{"role": "user" if name == "Rui" else "assistant", "content": text, "name": name}
+                for name, text in turns]  # fmt: skip
+    m.add(messages, user_id="rui")
+    found = m.search("rye sourdough loaf for the market", filters={"user_id": "rui"}, top_k=2)
+    contents = [item.get("content") for item in found["results"]]
+    assert contents == [turns[0][1], turns[1][1]]
+    assert found["results"][1]["score"] == pytest.approx(REPLY_SHARE * found["results"][0]["score"])
+    m.close()

@@ -7,6 +7,8 @@ recall (no answer model, so each variant costs seconds, not an hour).
 
 Variants (what a user of the API can call, plus internal switches of the default ranking):
     search                 facts and stored turns in one ranking (the default)
+    search, no replies     a question's reply not lent its score (evidence.REPLY_SHARE = 0);
+                           replies 0.8 / 1.0: other shares; every reply 0.9: every message's
     search, facts by score facts not capped at 20% of the places (evidence.FACT_SHARE = 1)
     search, no references  resolve_references=False (references.py's relational-name rule off)
     facts only             search(include_messages=False)
@@ -49,7 +51,7 @@ def hits_of(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from offline_mem import Memory
+    from offline_mem import Memory, memory_reads
     from offline_mem.retrieval import evidence
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -76,8 +78,27 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             evidence.FACT_SHARE = share
 
+    def with_replies(share: float, every_message: bool = False) -> Callable[..., Any]:
+        """search with REPLY_SHARE = share; every message's reply, not only a question's."""
+
+        def call(query: str, user: str) -> list[dict[str, Any]]:
+            saved = evidence.REPLY_SHARE, memory_reads.asks
+            evidence.REPLY_SHARE = share
+            if every_message:
+                memory_reads.asks = lambda text: True
+            try:
+                return search(query, user)
+            finally:
+                evidence.REPLY_SHARE, memory_reads.asks = saved
+
+        return call
+
     variants: dict[str, Callable[[str, str], list[dict[str, Any]]]] = {
         "search": search,
+        "search, no replies": with_replies(0.0),
+        "search, replies 0.8": with_replies(0.8),
+        "search, replies 1.0": with_replies(1.0),
+        "search, every reply 0.9": with_replies(0.9, every_message=True),
         "search, facts by score": facts_by_score,
         "search, no references": functools.partial(search, resolve_references=False),
         "facts only": functools.partial(search, include_messages=False),

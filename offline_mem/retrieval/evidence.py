@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -63,9 +63,13 @@ class Evidence:
     semantic: float
     keyword: float
     entity: float
+    lent: float = 0.0  # a reply's score lent by the question it answers (REPLY_SHARE), if higher
 
     def explain(self, weights: Weights, threshold: float | None) -> dict[str, float | None]:
-        return score_details(self, weights, threshold)
+        details = score_details(self, weights, threshold)
+        if self.lent:
+            details["score_lent_by_question"] = round(self.lent, 6)
+        return details
 
 
 def _words(text: str) -> str:
@@ -91,6 +95,15 @@ def entity_share(text: str, known_entities: Iterable[str]) -> float:
 # speakers' names, in most questions and most turns, carry nothing (entity 0).
 MESSAGE_WEIGHTS = Weights(semantic=0.5, keyword=0.5, entity=0.0)
 FACT_SHARE = 0.2  # of the places, at most (rounded up): 2 of 10
+# A message that asks something lends its reply (the scope's next message) this share of its
+# score: the answer to a question is in the reply, which often shares no word with the query.
+REPLY_SHARE = 0.9
+QUESTION_MARKS = frozenset("?\uff1f\u061f")  # "?", fullwidth "？", Arabic "؟"
+
+
+def asks(text: str) -> bool:
+    """Whether a message asks something (holds a question mark of any script)."""
+    return not QUESTION_MARKS.isdisjoint(text)
 
 
 def fact_places(top_k: int) -> int:
@@ -105,6 +118,7 @@ def rank_evidence(
     threshold: float | None,
     top_k: int,
     message_weights: Weights = MESSAGE_WEIGHTS,
+    replies: Mapping[int, int] | None = None,
 ) -> list[Evidence]:
     """Facts and messages in one list, best first, cut at `top_k`; at most `fact_places(top_k)`
     facts when there are messages to rank.
@@ -116,15 +130,25 @@ def rank_evidence(
     known = list(known_entities)
     w = message_weights
     texts = {message.seq: message.text for message in messages}
-    turns = []
+    scored = []
     for message in messages:
         semantic = max(0.0, min(1.0, message.cosine or 0.0))
         # at weight 0 the entity share changes no score: read only for the items returned
         entity = entity_share(message.text, known) if w.entity else 0.0
         keyword = message.keyword
         score = w.semantic * semantic + w.keyword * keyword + w.entity * entity
-        if threshold is None or score >= threshold:
-            turns.append(Evidence("message", message.seq, score, semantic, keyword, entity))
+        scored.append(Evidence("message", message.seq, score, semantic, keyword, entity))
+    own = {e.key: e.score for e in scored}
+    lent = {}
+    for asker, reply in (replies or {}).items():
+        if asker in own and reply in own:
+            lent[reply] = max(lent.get(reply, 0.0), REPLY_SHARE * own[asker])
+    turns = []
+    for e in scored:
+        if lent.get(e.key, 0.0) > e.score:
+            e = replace(e, score=lent[e.key], lent=lent[e.key])
+        if threshold is None or e.score >= threshold:
+            turns.append(e)
     turns.sort(key=lambda e: (-e.score, e.key))
     kept_facts = facts[: fact_places(top_k)] if turns else facts
     merged: list[Evidence] = []

@@ -243,6 +243,20 @@ class MessageIndex:
         )
         return {int(row[0]) for row in rows}
 
+    def message_replies(self, seqs: Sequence[int]) -> dict[int, int]:
+        """The reply to each of the given messages: the next indexed (non-system) message of
+        the same scope, by seq; messages with none are left out."""
+        replies = {}
+        for seq in seqs:
+            row = self.db.query_one(
+                "SELECT r.seq FROM messages m JOIN messages r ON r.scope = m.scope "
+                "AND r.seq > m.seq WHERE m.seq = ? AND r.role != 'system' ORDER BY r.seq LIMIT 1",
+                (seq,),
+            )
+            if row is not None:
+                replies[int(seq)] = int(row[0])
+        return replies
+
     def message_hits(self, scored: dict[int, float]) -> list[MessageHit]:
         """The messages with their scores and citing memories, best first (ties: newest)."""
         if not scored:
