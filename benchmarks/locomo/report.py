@@ -113,6 +113,9 @@ def markdown(report: dict[str, Any]) -> str:
     if "mem0" in s and on_peer and report["dataset"]["samples"] > len(peer_ids):
         lines += [
             "",
+            f"mem0 ran on {len(peer_ids)} of the {report['dataset']['samples']} samples: its "
+            "column above is those samples'; every system on them alone:",
+            "",
             f"## On the peer's samples only ({', '.join(peer_ids)})",
             "",
             *table(on_peer, SUBSET_ROWS),
