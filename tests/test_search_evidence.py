@@ -171,8 +171,8 @@ def test_entity_share_counts_whole_words_of_known_entities():
 
 def test_the_reply_to_a_question_takes_a_share_of_its_score():
     messages = [
-        MessageSignals(20, 0.8, "Ines: Lovely! Which flavour did you make?"),  # 0.40
-        MessageSignals(21, 0.1, "Rui: Coconut and lime, with a bit of mint."),  # 0.05 own
+        MessageSignals(20, 0.8, "Ines: Lovely! Where did you end up staying?"),  # 0.40
+        MessageSignals(21, 0.1, "Rui: A cabin by the lake, with a tiny stove."),  # 0.05 own
         MessageSignals(30, 0.6, "Rui: I made ice cream on Sunday."),  # 0.30
         MessageSignals(31, 0.1, "Ines: Sounds good."),  # 0.05, the reply to no question
     ]
