@@ -28,8 +28,13 @@ def test_keeps_every_finished_value_and_closes_the_rest(cut, kept):
     assert complete_prefix(cut) == kept
 
 
-@pytest.mark.parametrize("cut", ['{"1": [', '{"1', "", "]", '{"1": ["A"]]', '["A"}'])
-def test_nothing_finished_or_no_json_prefix_gives_none(cut):
+@pytest.mark.parametrize(("cut", "kept"), [('{"1": [', {}), ('{"1', {}), (" {", {}), ('["A', [])])
+def test_nothing_finished_keeps_the_root_empty(cut, kept):
+    assert complete_prefix(cut) == kept
+
+
+@pytest.mark.parametrize("cut", ["", "]", '{"1": ["A"]]', '["A"}', "no json"])
+def test_no_json_prefix_gives_none(cut):
     assert complete_prefix(cut) is None
 
 
@@ -41,6 +46,7 @@ def test_every_cut_of_an_answer_keeps_a_prefix_of_its_facts():
     for end in range(len(text) + 1):
         kept = complete_prefix(text[:end])
         if kept is None:
+            assert end == 0, end  # every non-empty cut of a JSON answer is a prefix
             continue
         pairs = [(key, fact) for key, facts in kept.items() for fact in facts]
         assert pairs == flat[: len(pairs)], (end, kept)

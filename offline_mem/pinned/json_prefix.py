@@ -14,9 +14,10 @@ from typing import Any
 
 
 def complete_prefix(text: str) -> Any | None:
-    """The JSON value made of `text`'s finished parts, the open containers closed; None when
-    `text` is no JSON prefix or nothing in it was finished. A string or container is finished
-    at its closing character, any value (a number too) once a comma follows it."""
+    """The JSON value made of `text`'s finished parts, the open containers closed (the root
+    alone, empty, when nothing in it was finished); None when `text` is no JSON prefix. A
+    string or container is finished at its closing character, any value (a number too) once a
+    comma follows it."""
     stack: list[str] = []  # "{" or "[" of each open container
     expecting_key = False  # inside an object, between members: the next string is a key
     in_string = escaped = False
@@ -48,7 +49,9 @@ def complete_prefix(text: str) -> Any | None:
         elif char == "," and stack:  # whatever came before a comma was finished (a number too)
             cut, expecting_key = _finished(i, stack)
     if cut is None:
-        return None
+        # cut inside the first value: the root, opened and still open, is kept empty
+        opened = text.lstrip()[:1]
+        return ({} if opened == "{" else []) if stack and opened in "{[" else None
     end, closers = cut
     try:
         return json.loads(text[:end] + closers)
