@@ -150,7 +150,7 @@ def rank_evidence(
         score = w.semantic * semantic + w.keyword * keyword + w.entity * entity
         scored.append(Evidence("message", message.seq, score, semantic, keyword, entity))
     own = {e.key: e.score for e in scored}
-    lent = {}
+    lent: dict[int, float] = {}
     for asker, reply in (replies or {}).items():
         if asker in own and reply in own:
             lent[reply] = max(lent.get(reply, 0.0), REPLY_SHARE * own[asker])

@@ -246,7 +246,7 @@ class MessageIndex:
     def message_replies(self, seqs: Sequence[int]) -> dict[int, int]:
         """The reply to each of the given messages: the next indexed (non-system) message of
         the same scope, by seq; messages with none are left out."""
-        replies = {}
+        replies: dict[int, int] = {}
         for seq in seqs:
             row = self.db.query_one(
                 "SELECT r.seq FROM messages m JOIN messages r ON r.scope = m.scope "
