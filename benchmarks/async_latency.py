@@ -11,7 +11,9 @@ apart (someone chatting), and right after each call returns every turn of the ch
 for (its own text as the query; the turn must be among the results, as a message). Only adds
 made while a job was running count as "while the worker is busy". Throughput: chunks per minute,
 from the first add to the last job done (async) and over the adds' total time (sync). Both files
-share one extractor object, warmed up first, so neither pays the model's load.
+share one extractor object, warmed up first, so neither pays the model's load. The extractor
+runs at the nice value a `Memory` configured with `"async_mode": True` gives it
+(config.BACKGROUND_NICE; `--nice 0` for the value of a synchronous configuration).
 
 Writes benchmarks/results/async_latency.json and prints it; the load average is sampled every
 2 s throughout (another job may share this machine).
@@ -215,19 +217,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--chunks", type=int, default=len(CHUNKS))
     parser.add_argument("--gap", type=float, default=1.0, help="seconds between async adds")
+    parser.add_argument("--nice", type=int, default=None, help="the extractor thread's nice")
     parser.add_argument(
         "--out", type=Path, default=ROOT / "benchmarks" / "results" / "async_latency.json"
     )
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from offline_mem import Memory
-    from offline_mem.config import DEFAULT_EXTRACTOR, resolve_models_dir
+    from offline_mem.config import BACKGROUND_NICE, DEFAULT_EXTRACTOR, resolve_models_dir
     from offline_mem.pinned.extractor import LlamaExtractor
 
     chunks = CHUNKS[: args.chunks]
     load_start = os.getloadavg()
     sampler = LoadSampler()
-    extractor = LlamaExtractor(DEFAULT_EXTRACTOR, resolve_models_dir())
+    nice = BACKGROUND_NICE if args.nice is None else args.nice
+    extractor = LlamaExtractor(DEFAULT_EXTRACTOR, resolve_models_dir(), nice=nice)
     report: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         warm = Memory({"path": f"{tmp}/warm.db"}, extractor=extractor)
@@ -250,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         "git": commit,
         "chunks": len(chunks),
         "gap_seconds": args.gap,
+        "extractor_nice": nice,
         "cpus": os.cpu_count(),
         "load_average_at_start": [round(x, 2) for x in load_start],
         "load_average_during": sampler.stop(),

@@ -21,6 +21,9 @@ DEFAULT_USER_MODELS_DIR = Path("~/.local/share/offline_mem/models")
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 DEFAULT_EXTRACTOR = "qwen2.5-coder-1.5b-instruct"
 DEFAULT_NLP = "en_core_web_sm"
+# The extractor's nice value when the config queues extraction (async_mode). Measured on 2 cores
+# (benchmarks/async_latency.py): see the README's Async adds.
+BACKGROUND_NICE = 10
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,10 @@ class MemoryConfig:
     # run queued extraction jobs in a background thread of the Memory (false: they wait for a
     # Memory that runs them, or for `flush()`; the command line opens files so)
     job_worker: bool = True
+    # added to the nice value of the thread running the extractor (Linux), so that the caller's
+    # adds and searches get the cores first while it extracts; None: BACKGROUND_NICE when
+    # async_mode is set here (extraction then runs in the background), else 0
+    extractor_nice: int | None = None
     # {"semantic": w, "keyword": w, "entity": w}, summing to 1 (see ranking.py)
     ranking_weights: dict[str, float] | None = None
 
@@ -66,12 +73,24 @@ class MemoryConfig:
         for key in ("reproducible", "async_mode", "job_worker"):
             if not isinstance(values.get(key, False), bool):
                 raise ConfigError(f"config {key!r} must be true or false, got {values[key]!r}")
+        nice = values.get("extractor_nice")
+        if nice is not None and (
+            isinstance(nice, bool) or not isinstance(nice, int) or not 0 <= nice <= 19
+        ):
+            raise ConfigError(f"config 'extractor_nice' must be an integer 0-19, got {nice!r}")
         cache_mb = values.get("vector_cache_mb", cls.vector_cache_mb)
         if isinstance(cache_mb, bool) or not isinstance(cache_mb, (int, float)) or cache_mb < 0:
             raise ConfigError(
                 f"config 'vector_cache_mb' must be a number of MiB >= 0, got {cache_mb!r}"
             )
         return cls(**values)
+
+    @property
+    def model_nice(self) -> int:
+        """The nice value added to the extractor's thread (`extractor_nice`, resolved)."""
+        if self.extractor_nice is not None:
+            return self.extractor_nice
+        return BACKGROUND_NICE if self.async_mode else 0
 
 
 def resolve_db_path(config: MemoryConfig) -> str:

@@ -80,6 +80,7 @@ class Memory(MemoryReads, MemoryJobs):
             self.models_dir,
             threads=config.threads,
             reproducible=config.reproducible,
+            nice=config.model_nice,
         )
         self.entities = entities or (
             NoEntities() if config.nlp is None else SpacyEntities(config.nlp, self.models_dir)

@@ -39,6 +39,18 @@ def test_a_question_to_the_other_person_is_dropped():
                         "a question to the other person, not a fact")]  # fmt: skip
 
 
+def test_a_question_without_a_you_is_no_fact_either_unless_it_tells_of_the_writer():
+    kept, dropped = _check(
+        "Ha, that sounds wild. Met any famous climbers there? Did I tell you I joined a club?",
+        "Priya met famous climbers there",
+        "Priya joined a club",
+        "Priya asked Tomasz about famous climbers",
+    )
+    assert kept == ["Priya joined a club", "Priya asked Tomasz about famous climbers"]
+    assert dropped == [("Priya met famous climbers there",
+                        "a question to the other person, not a fact")]  # fmt: skip
+
+
 def test_facts_about_the_speaker_or_naming_both_stay():
     kept, _ = _check(
         "I planted tomatoes last week, you should too. Thank you for the seeds!",

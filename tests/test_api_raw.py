@@ -306,3 +306,20 @@ def test_history_rows_are_json_serialisable(memory: Memory) -> None:
     mid = memory.add("a fact", user_id="u1", infer=False)["results"][0]["id"]
     json.dumps(memory.history(mid))
     json.dumps(memory.get_all(filters=U1))
+
+
+def test_the_extractor_runs_at_background_priority_when_extraction_is_queued(tmp_path) -> None:
+    """`extractor_nice`: 0 by default, BACKGROUND_NICE when the config queues extraction
+    (async_mode), or as given; anything but an integer 0-19 is a config error."""
+    from offline_mem.config import BACKGROUND_NICE, MemoryConfig
+
+    assert MemoryConfig.from_dict({}).model_nice == 0
+    assert MemoryConfig.from_dict({"async_mode": True}).model_nice == BACKGROUND_NICE > 0
+    assert MemoryConfig.from_dict({"async_mode": True, "extractor_nice": 0}).model_nice == 0
+    assert MemoryConfig.from_dict({"extractor_nice": 4}).model_nice == 4
+    for bad in (-1, 20, 2.5, True, "5"):
+        with pytest.raises(ConfigError, match="extractor_nice"):
+            MemoryConfig.from_dict({"extractor_nice": bad})
+    config = {"path": str(tmp_path / "q.db"), "async_mode": True, "nlp": None}
+    with Memory(config, embedder=FakeEmbedder()) as mem:
+        assert mem.extractor._thread._nice == BACKGROUND_NICE

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 
@@ -84,3 +85,31 @@ def test_close_ends_the_thread_and_a_later_call_starts_another():
     second = runner.run(where)
     runner.close()
     assert second != first or second not in {t.ident for t in threading.enumerate()}
+
+
+def _nice() -> int:
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="no nice values on this platform")
+def test_a_nice_model_thread_and_the_threads_it_starts_yield_to_the_callers():
+    """A background extractor's thread runs at a lower priority, and so do the threads it starts
+    (llama.cpp's OpenMP workers are started by it); the caller's thread keeps its own."""
+    mine = _nice()
+    runner = ModelThread("test-model", nice=3)
+
+    def nice_here_and_in_a_child(_cancelled: threading.Event) -> tuple[int, int]:
+        seen: list[int] = []
+        child = threading.Thread(target=lambda: seen.append(_nice()))
+        child.start()
+        child.join()
+        return _nice(), seen[0]
+
+    try:
+        own, child = runner.run(nice_here_and_in_a_child)
+        expected = min(19, mine + 3) if sys.platform.startswith("linux") else mine
+        assert (own, child) == (expected, expected)
+        assert _nice() == mine
+        assert ModelThread("test-model").run(nice_here_and_in_a_child) == (mine, mine)
+    finally:
+        runner.close()

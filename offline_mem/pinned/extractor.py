@@ -164,7 +164,8 @@ class _Loaded:
 
 
 class LlamaExtractor(Extractor):
-    """The pinned GGUF extractor. Nothing is read from disk until the first `extract`."""
+    """The pinned GGUF extractor. Nothing is read from disk until the first `extract`. `nice`
+    lowers the priority of the thread that runs the model (model_thread.py)."""
 
     def __init__(
         self,
@@ -176,6 +177,7 @@ class LlamaExtractor(Extractor):
         seed: int = DEFAULT_SEED,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         reproducible: bool = False,
+        nice: int = 0,
     ) -> None:
         self.name = name
         self.reproducible = reproducible
@@ -188,7 +190,7 @@ class LlamaExtractor(Extractor):
         self._chat_format = ""
         self._identity: ExtractorIdentity | None = None
         self._lock = threading.Lock()
-        self._thread = ModelThread("offline_mem-model")
+        self._thread = ModelThread("offline_mem-model", nice=nice)
 
     @property
     def identity(self) -> ExtractorIdentity:  # type: ignore[override]  # lazy, read-only

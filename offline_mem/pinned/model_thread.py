@@ -13,11 +13,17 @@ thread asks; benchmarks/model_thread_probe.py shows the three ways now take the 
 Each call gets an event that is set when its caller is interrupted while it waits
 (KeyboardInterrupt); the decoding loop checks it between tokens, so the call ends soon instead
 of running on unseen (and holding up the interpreter's exit, which waits for the thread).
+
+`nice` > 0 lowers the thread's scheduling priority before its first call (Linux: the nice value
+is per thread and inherited by the OpenMP workers it starts), so work that is not the model's
+(an async add's embedding and keyword pass, a search) gets the cores first while the model
+extracts in the background. Raising it back needs privileges, so it is set once, per thread.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -27,8 +33,9 @@ T = TypeVar("T")
 
 
 class ModelThread:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, nice: int = 0) -> None:
         self._name = name
+        self._nice = nice
         self._executor: ThreadPoolExecutor | None = None
         self._pid = 0  # the process the executor's thread lives in (a fork has no such thread)
         self._thread_id: int | None = None
@@ -73,3 +80,18 @@ class ModelThread:
 
     def _started(self) -> None:
         self._thread_id = threading.get_ident()
+        if self._nice > 0:
+            lower_thread_priority(self._nice)
+
+
+def lower_thread_priority(nice: int) -> bool:
+    """Add `nice` to the calling thread's nice value; False where the platform has no
+    per-thread nice value (only Linux has) or refuses."""
+    if not sys.platform.startswith("linux"):
+        return False
+    tid = threading.get_native_id()
+    try:
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
+    except OSError:
+        return False
+    return True

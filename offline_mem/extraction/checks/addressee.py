@@ -8,7 +8,9 @@ taken to be about the person addressed when its source sentence (the one sharing
 words) has a second-person word and no first-person word, and the fact does not name the other
 person already ("Lena thanked Rui ..." is about both). So is a fact opening with the speaker's
 possessive whose thing the message gives the person addressed and never the speaker ("Rui's
-store looks great" from Rui's "I love how your store looks"). A question is no fact: dropped. A
+store looks great" from Rui's "I love how your store looks"). A question is no fact: dropped,
+also one without a second-person word ("Met anyone famous there?" had become "Rui met someone
+famous there"), unless it has a first-person word ("Did I tell you I moved?"). A
 statement is rewritten to open with the other person's name when the add's messages name exactly
 one other speaker, else dropped.
 
@@ -62,9 +64,14 @@ def move_addressed_facts(
         sentence = source_sentence(claim, messages, speakers.every, lexicon)
         said = set(words_of(sentence))
         owned = _owned_by_addressee(rest, messages[fact.sources[0]].content, lexicon)
-        if not owned and (not said & lexicon.second_person or said & lexicon.first_person):
+        question = sentence.rstrip().endswith("?")
+        if not owned and question and not said & lexicon.first_person:
+            # asks, with "you" or without ("Seen any good films lately?"), and tells nothing of
+            # the writer: the question's words are not the writer's facts
+            dropped.append((fact.text, "a question to the other person, not a fact"))
+        elif not owned and (not said & lexicon.second_person or said & lexicon.first_person):
             kept.append(fact)
-        elif not owned and sentence.rstrip().endswith("?"):
+        elif not owned and question:
             dropped.append((fact.text, "a question to the other person, not a fact"))
         elif len(others) == 1:
             # still said by the writer (attributed_to, actor_id), now about the other person

@@ -112,10 +112,16 @@ def drop_subject_swaps(
 def source_sentence(
     fact: Fact, messages: Sequence[NewMessage], names: frozenset[str], lexicon: Lexicon
 ) -> str:
-    words = content_stems(fact.text, names, lexicon)
-    sentences = [
-        s.strip() for i in fact.sources for s in SENTENCE.findall(messages[i].content) if s.strip()
-    ]
+    return closest_sentence(fact.text, [messages[i].content for i in fact.sources], names, lexicon)
+
+
+def closest_sentence(
+    text: str, sources: Sequence[str], names: frozenset[str], lexicon: Lexicon
+) -> str:
+    """The sentence of `sources` that shares the most content words with `text` (the first
+    on a tie; "" when they hold none)."""
+    words = content_stems(text, names, lexicon)
+    sentences = [s.strip() for source in sources for s in SENTENCE.findall(source) if s.strip()]
     return max(sentences, key=lambda s: len(words & content_stems(s, names, lexicon)), default="")
 
 

@@ -1,7 +1,8 @@
 """The fact checks in the order an add runs them (base.FactCheck), and `check_facts`.
 
 Order matters: grounding first corrects each fact's source message and speaker, which the later
-checks read; then the drops (copies of a new message; facts about the person a message speaks
+checks read; then the drops (facts of a named speaker that share no word with their message;
+copies of a new message; facts about the person a message speaks
 to, moved to them or dropped; copies of the context, invented names, a third person's deed
 moved onto the user, facts that only name a speaker); last the rewrites of
 the facts that stay ("User" named, relative dates resolved), so a dropped fact costs no rewrite.
@@ -24,9 +25,11 @@ from .grounding import (
     SubjectSwaps,
 )
 from .turn_copies import TurnCopies
+from .unsupported import Unsupported
 
 FACT_CHECKS: tuple[FactCheck, ...] = (
     Grounding(),
+    Unsupported(),
     TurnCopies(),
     AddressedFacts(),
     ContextCopies(),

@@ -1,0 +1,53 @@
+"""A fact of a named speaker's message that shares no content word with that message is dropped
+(the other person's news, the prompt's example or small talk written under the writer's name);
+a fact with a word of its message stays, and so does a paraphrase of an unnamed user."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from offline_mem.extraction.admission import Fact
+from offline_mem.extraction.checks.base import CheckContext
+from offline_mem.extraction.checks.pipeline import FACT_CHECKS
+from offline_mem.extraction.checks.unsupported import Unsupported
+from offline_mem.store.records import NewMessage
+
+
+def _context(*messages: tuple[str | None, str, str]) -> CheckContext:
+    plan = [
+        NewMessage(id=str(i), role=role, name=name, observed_at=None, content=content)
+        for i, (name, role, content) in enumerate(messages)
+    ]
+    return CheckContext(
+        messages=plan, shown=list(range(len(plan))), seen=[], stored=plan,
+        now=datetime(2025, 5, 1, tzinfo=timezone.utc), people_in=lambda ts: [[] for _ in ts],
+    )  # fmt: skip
+
+
+def test_a_named_speakers_fact_without_a_word_of_their_message_is_dropped():
+    ctx = _context(
+        ("Lena", "user", "I finally got my pottery wheel, and I already made two bowls!"),
+        ("Rui", "assistant", "Woohoo, that's awesome! Any plans for what to make next?"),
+    )
+    facts = [
+        Fact("Lena got a pottery wheel.", "user", (0,)),
+        Fact("Rui is doing pottery.", "assistant", (1,)),  # Lena's news under Rui's name
+        Fact("Rui's sister visits Rui on Sunday.", "assistant", (1,)),  # nothing of Rui's turn
+        Fact("Rui plans to make something next.", "assistant", (1,)),
+    ]
+    kept, dropped = Unsupported().check(facts, ctx)
+    assert [f.text for f in kept] == [
+        "Lena got a pottery wheel.",
+        "Rui plans to make something next.",
+    ]
+    assert dropped == [
+        ("Rui is doing pottery.", "shares no content word with its message"),
+        ("Rui's sister visits Rui on Sunday.", "shares no content word with its message"),
+    ]
+
+
+def test_an_unnamed_users_paraphrase_stays_and_the_check_runs_in_every_add():
+    ctx = _context((None, "user", "I don't eat meat."), (None, "assistant", "Noted!"))
+    kept, dropped = Unsupported().check([Fact("User is vegetarian.", "user", (0,))], ctx)
+    assert [f.text for f in kept] == ["User is vegetarian."] and dropped == []
+    assert any(isinstance(c, Unsupported) for c in FACT_CHECKS)
