@@ -213,11 +213,11 @@ def test_only_a_message_that_states_a_change_is_checked(tmp_path, turn, checked)
 
 
 def test_the_change_word_must_be_in_the_sentence_the_fact_comes_from(tmp_path):
-    """A turn with a change word in another sentence ("Bye for now!") asks nothing: measured on
+    """A turn with a change word in another sentence ("Gotta go now!") asks nothing: measured on
     the dev set, two such turns superseded true facts (a promise, a photo)."""
     from offline_mem.extraction.supersession import states_a_change
 
-    turn = "Green is my favourite colour. Talk soon, bye for now!"
+    turn = "Green is my favourite colour. Gotta go now, see you!"
     assert states_a_change(turn)  # the turn has one, the fact's sentence has none
     m = memory(tmp_path, *SCRIPT, still_true=lambda prompt: False)
     old = m.add("My favourite colour is blue", user_id="u")["results"][0]["id"]

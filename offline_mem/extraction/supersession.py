@@ -165,8 +165,8 @@ def states_a_change(text: str, lexicon: Lexicon = ENGLISH) -> bool:
     turns had a change word, while each of the hand-written changes of
     benchmarks/extraction has one. The word must be in the sentence the fact comes from
     (`check_supersessions`): on all 8 dev conversations (round 18) two of the three
-    supersessions, both wrong, came from a turn whose change word was in another sentence ("Bye
-    for now!" beside a promise; a death told beside a photo the fact described)."""
+    supersessions, both wrong, came from a turn whose change word was in another sentence (a
+    "now" in a farewell beside a promise; a death told beside a photo the fact described)."""
     return not lexicon.change_words.isdisjoint(words_of(text))
 
 
