@@ -64,7 +64,10 @@ def test_an_interrupted_caller_cancels_its_call():
 
     def interrupt_when_started() -> None:
         started.wait(30)
-        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C: a KeyboardInterrupt in the main thread
+        # Ctrl-C: a KeyboardInterrupt in the main thread. Sent to the main thread itself: a
+        # signal sent to the process may be taken by another thread, and then nothing wakes
+        # the main thread's wait until the call ends (seen once on a loaded machine)
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
 
     runner.run(where)  # the thread runs before the interruption (not while it starts)
     interrupter = threading.Thread(target=interrupt_when_started)
