@@ -41,13 +41,14 @@ def test_a_question_to_the_other_person_is_dropped():
 
 def test_a_question_without_a_you_is_no_fact_either_unless_it_tells_of_the_writer():
     kept, dropped = _check(
-        "Ha, that sounds wild. Met any famous climbers there? Did I tell you I joined a club?",
-        "Priya met famous climbers there",
+        "Ha, that sounds wild. Tried the bouldering hall on Elm Street yet? "
+        "Did I tell you I joined a club?",
+        "Priya tried the bouldering hall on Elm Street",
         "Priya joined a club",
-        "Priya asked Tomasz about famous climbers",
+        "Priya asked Tomasz about the bouldering hall",
     )
-    assert kept == ["Priya joined a club", "Priya asked Tomasz about famous climbers"]
-    assert dropped == [("Priya met famous climbers there",
+    assert kept == ["Priya joined a club", "Priya asked Tomasz about the bouldering hall"]
+    assert dropped == [("Priya tried the bouldering hall on Elm Street",
                         "a question to the other person, not a fact")]  # fmt: skip
 
 

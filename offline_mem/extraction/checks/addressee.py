@@ -9,8 +9,8 @@ words) has a second-person word and no first-person word, and the fact does not 
 person already ("Lena thanked Rui ..." is about both). So is a fact opening with the speaker's
 possessive whose thing the message gives the person addressed and never the speaker ("Rui's
 store looks great" from Rui's "I love how your store looks"). A question is no fact: dropped,
-also one without a second-person word ("Met anyone famous there?" had become "Rui met someone
-famous there"), unless it has a first-person word ("Did I tell you I moved?"). A
+also one without a second-person word ("Tried the new ramen bar yet?" had become "Rui tried the
+new ramen bar"), unless it has a first-person word ("Did I tell you I moved?"). A
 statement is rewritten to open with the other person's name when the add's messages name exactly
 one other speaker, else dropped.
 
@@ -66,7 +66,7 @@ def move_addressed_facts(
         owned = _owned_by_addressee(rest, messages[fact.sources[0]].content, lexicon)
         question = sentence.rstrip().endswith("?")
         if not owned and question and not said & lexicon.first_person:
-            # asks, with "you" or without ("Seen any good films lately?"), and tells nothing of
+            # asks, with "you" or without ("Tried the ramen bar yet?"), and tells nothing of
             # the writer: the question's words are not the writer's facts
             dropped.append((fact.text, "a question to the other person, not a fact"))
         elif not owned and (not said & lexicon.second_person or said & lexicon.first_person):
