@@ -53,7 +53,17 @@ def test_exceptions_reach_the_caller_and_nested_calls_run_in_place():
         runner.close()
 
 
-def test_an_interrupted_caller_cancels_its_call():
+@pytest.fixture
+def ctrl_c_raises():
+    """Python's Ctrl-C handler in place: a process started as a background job of a script
+    (`cmd &`) inherits SIGINT ignored and Python leaves it so, and then no KeyboardInterrupt
+    comes (the whole suite launched that way failed here)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_an_interrupted_caller_cancels_its_call(ctrl_c_raises):
     runner = ModelThread("test-model")
     started = threading.Event()
     stopped_early: list[bool] = []
