@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 _PREFIX = re.compile(
     r"^\s*(?P<name>[^\W\d_]+(?:[ '’-][^\W\d_]+){0,2})\s*:\s+(?P<rest>\S.*)$", re.DOTALL
@@ -30,10 +30,13 @@ MIN_PREFIXED = 2  # messages in view that must start with a name before prefixes
 PLAIN_NAME = re.compile(r"[^\W\d_]+(?:[ '-][^\W\d_]+)*")
 
 
-class _Named:
-    role: str
-    name: str | None
-    content: str
+class _Named(Protocol):
+    @property
+    def role(self) -> str: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def content(self) -> str: ...
 
 
 M = TypeVar("M", bound=_Named)

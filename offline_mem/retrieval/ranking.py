@@ -63,10 +63,14 @@ class Ranked:
 
 
 class Scored(Protocol):
-    score: float
-    semantic: float
-    keyword: float
-    entity: float
+    @property
+    def score(self) -> float: ...
+    @property
+    def semantic(self) -> float: ...
+    @property
+    def keyword(self) -> float: ...
+    @property
+    def entity(self) -> float: ...
 
 
 def score_details(
