@@ -137,13 +137,13 @@ def plan_facts(
     for group in groups:
         # the add's earlier messages are context for a later group, as if already stored
         earlier = [messages[i] for i in shown if i < group[0]]
-        shown_before: list[NewMessage | MessageRecord] = [*recent, *earlier]
+        prompt_recent: list[NewMessage | MessageRecord] = [*recent, *earlier]
         texts = [messages[i].content for i in group]
         found = existing_memories(store, models.embedder, request.scope, texts, request.now)
         seen_records.update((r.id, r) for r in found.records)
         prompt = build_prompt(
             new_messages=[_prompt_message(messages[i]) for i in group],
-            recent=[_prompt_message(m) for m in shown_before],
+            recent=[_prompt_message(m) for m in prompt_recent],
             existing=[ExistingMemory(text=r.text, observed_at=r.observed_at) for r in found.shown],
             now=request.now,
             instructions=request.instructions,

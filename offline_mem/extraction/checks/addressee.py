@@ -71,8 +71,6 @@ def move_addressed_facts(
             dropped.append((fact.text, "a question to the other person, not a fact"))
         elif not owned and (not said & lexicon.second_person or said & lexicon.first_person):
             kept.append(fact)
-        elif not owned and question:
-            dropped.append((fact.text, "a question to the other person, not a fact"))
         elif len(others) == 1:
             # still said by the writer (attributed_to, actor_id), now about the other person
             kept.append(Fact(others[0] + rest, fact.attributed_to, fact.sources))
