@@ -1,7 +1,8 @@
 """Greedy decoding under a grammar (offline_mem.pinned.decoding) on the pinned 0.5B GGUF (runs in
 CI, never skipped): it must write exactly what llama-cpp-python's own sampler chain writes at
 temperature 0 with the same grammar, including where the grammar rejects the model's first
-choice, and stop with the right reason."""
+choice, and stop with the right reason. With prompt lookup (guessed tokens checked in one pass)
+every token written must still be the model's own greedy choice."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ def test_writes_what_the_library_sampler_writes_from_an_empty_cache(llm):
     gbnf = schema_to_gbnf(SCHEMA)
     expected = reference(llm, prompt, gbnf, max_tokens=120)
     assert expected["finish_reason"] == "stop"
-    first = decode(llm, prompt, gbnf)
+    first = decode(llm, prompt, gbnf, lookup=False)  # one pass per token, as the reference
     assert first.text == expected["text"] and first.finish == "stop"
     assert '"Porto"' in first.text and first.cached_tokens == 0
 
@@ -163,3 +164,80 @@ def test_strings_cannot_hold_raw_control_characters(llm):
         assert sampler.allows(escaped, 1.0)
     finally:
         sampler.close()
+
+
+COPY_SCHEMA = {
+    "type": "object",
+    "properties": {"quote": {"type": "string"}},
+    "required": ["quote"],
+    "additionalProperties": False,
+}
+SENTENCE = (
+    "Tomasz keeps seven beehives behind the old mill near Lublin, and sells the honey in May."
+)
+COPY = (
+    "<|im_start|>system\nAnswer in JSON.<|im_end|>\n<|im_start|>user\nRepeat this sentence "
+    f"exactly, as the quote: {SENTENCE}<|im_end|>\n<|im_start|>assistant\n"
+)
+
+
+def greedy_margins(llm, prompt: list[int], written: list[int], gbnf: str) -> list[float]:
+    """For each written token, how far its logit lies below the best token the grammar allowed
+    there, the logits computed one token per pass (0.0 where it is that best token)."""
+    import llama_cpp
+
+    llm.reset()
+    llm.eval(prompt)
+    sampler = GrammarSampler(llm, gbnf, "root")
+    margins = []
+    try:
+        for token in written:
+            row = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
+            logits = np.ctypeslib.as_array(row, shape=(llm.n_vocab(),)).copy()
+            best = sampler.pick(logits)
+            margins.append(float(logits[best] - logits[token]))
+            sampler.accept(token)
+            llm.eval([token])
+    finally:
+        sampler.close()
+    return margins
+
+
+def test_lookup_writes_the_greedy_answer_with_fewer_passes(llm):
+    prompt = tokens_of(llm, COPY)
+    gbnf = schema_to_gbnf(COPY_SCHEMA)
+    llm.reset()
+    guessed = decode(llm, prompt, gbnf, reuse_cache=False)
+    assert guessed.finish == "stop" and SENTENCE in json.loads(guessed.text)["quote"]
+    # most of the copied sentence came from guesses, checked several per pass
+    assert guessed.guessed_tokens >= guessed.completion_tokens // 2
+    # every token is the one a pass of its own picks, up to the last bits of a near-tie
+    assert max(greedy_margins(llm, prompt, list(guessed.tokens), gbnf)) < 1e-2
+    llm.reset()
+    plain = decode(llm, prompt, gbnf, reuse_cache=False, lookup=False)
+    assert plain.guessed_tokens == 0 and SENTENCE in json.loads(plain.text)["quote"]
+
+
+def test_a_wrong_guess_is_replaced_by_the_models_token(llm, monkeypatch):
+    """A prompt in which the sentence's opening occurs before with another ending: the guess
+    taken from that occurrence is wrong, and the answer still ends as the model writes it."""
+    from offline_mem.pinned import decoding
+
+    batches: list[int] = []
+    evaluate_all = decoding._evaluate_all
+
+    def counting(model, tokens):
+        batches.append(len(tokens))
+        evaluate_all(model, tokens)
+
+    monkeypatch.setattr(decoding, "_evaluate_all", counting)
+    decoy = SENTENCE.replace("sells the honey in May", "gives the wax to his aunt")
+    prompt = tokens_of(llm, COPY.replace("Repeat this sentence", f"Not this: {decoy} Repeat this"))
+    gbnf = schema_to_gbnf(COPY_SCHEMA)
+    llm.reset()
+    answer = decode(llm, prompt, gbnf, reuse_cache=False)
+    assert sum(size - 1 for size in batches) > answer.guessed_tokens  # some guess was rejected
+    assert "sells the honey in May" in answer.text
+    assert llm.detokenize(list(answer.tokens)).decode() == answer.text
+    assert max(greedy_margins(llm, prompt, list(answer.tokens), gbnf)) < 1e-2
+    assert answer.guessed_tokens > 0

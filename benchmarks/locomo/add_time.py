@@ -22,7 +22,8 @@ PARTS = ("prompt_eval", "generation", "checks", "rest")
 def adds_of(trace: Path) -> list[dict[str, float]]:
     """Each add's seconds by part, and its model calls' tokens, in trace order."""
     adds: list[dict[str, float]] = []
-    current = dict.fromkeys((*PARTS, "calls", "prompt_tokens", "cached_tokens", "written"), 0.0)
+    fields = (*PARTS, "calls", "prompt_tokens", "cached_tokens", "written", "guessed")
+    current = dict.fromkeys(fields, 0.0)
     for line in trace.read_text(encoding="utf-8").splitlines():
         record: dict[str, Any] = json.loads(line)
         if record["kind"] == "add":
@@ -40,6 +41,7 @@ def adds_of(trace: Path) -> list[dict[str, float]]:
             current["prompt_tokens"] += record["prompt_tokens"]
             current["cached_tokens"] += record["cached_tokens"]
             current["written"] += record["completion_tokens"]
+            current["guessed"] += record.get("guessed_tokens", 0)  # traces before round 20: none
     return adds
 
 
@@ -60,6 +62,9 @@ def summary(adds: list[dict[str, float]]) -> dict[str, Any]:
             sum(a["cached_tokens"] for a in adds) / max(1, sum(a["prompt_tokens"] for a in adds)), 3
         ),
         "tokens_written_per_add": round(sum(a["written"] for a in adds) / len(adds), 1),
+        "guessed_share_of_written": round(
+            sum(a["guessed"] for a in adds) / max(1, sum(a["written"] for a in adds)), 3
+        ),
     }
 
 

@@ -169,7 +169,7 @@ def make_recording_extractor(inner: Any, log: CallLog, trace: Path | None = None
                 "truncated": out.truncated,
                 "prompt_tokens": out.prompt_tokens, "cached_tokens": out.cached_tokens,
                 "completion_tokens": out.completion_tokens, "seconds": out.seconds,
-                "prompt_seconds": out.prompt_seconds,
+                "prompt_seconds": out.prompt_seconds, "guessed_tokens": out.guessed_tokens,
             })  # fmt: skip
             return out
 
@@ -544,6 +544,20 @@ class Mem0System(System):
 
     def storage_bytes(self) -> int:
         return _files_size([self.workdir / "qdrant", self.workdir / "history.db"])
+
+    def can_reuse(self) -> bool:
+        """Whether the Qdrant collection holds memories of an earlier run in this workdir."""
+        store = getattr(self.memory, "vector_store", None)
+        client, collection = getattr(store, "client", None), getattr(store, "collection_name", "")
+        if client is None or not collection:
+            return False
+        try:
+            return int(client.count(collection_name=collection).count) > 0
+        except Exception:  # no collection yet
+            return False
+
+    def index_chunk(self, user_id: str, chunk: list[ChunkMessage]) -> None:
+        self.users.add(user_id)  # its dia_ids travel in each memory's metadata
 
     def finish_ingest(self) -> None:
         self.server.stop()  # search embeds the query locally; it never calls the LLM

@@ -205,6 +205,7 @@ def _combined(outputs: Sequence[ExtractionOutput]) -> ExtractionOutput:
         prompt_tokens=sum(o.prompt_tokens for o in outputs),
         cached_tokens=sum(o.cached_tokens for o in outputs),
         completion_tokens=sum(o.completion_tokens for o in outputs),
+        guessed_tokens=sum(o.guessed_tokens for o in outputs),
         seconds=sum(o.seconds for o in outputs),
         truncated=any(o.truncated for o in outputs),
     )

@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .prompt_lookup import PromptLookup
+
 Finish = Literal["stop", "length", "deadline", "cancelled"]
 
 
@@ -29,6 +31,8 @@ class Decoded:
     cached_tokens: int  # prompt tokens whose keys and values the KV cache already held
     finish: Finish
     prompt_seconds: float = 0.0  # evaluating the prompt (the rest of the call writes the answer)
+    guessed_tokens: int = 0  # of the tokens written, those guessed (no pass of their own)
+    tokens: tuple[int, ...] = ()  # the tokens written
 
 
 class GrammarSampler:
@@ -106,6 +110,18 @@ def next_token_logits(llm: Any, prompt: list[int], *, reuse_cache: bool = True) 
     return np.ctypeslib.as_array(row, shape=(llm.n_vocab(),)).copy()
 
 
+def _evaluate_all(llm: Any, tokens: list[int]) -> None:
+    """Evaluate `tokens` after the kept ones in one batch, keeping every position's logits
+    (`llama_get_logits_ith(ctx, i)` is the row after tokens[: i + 1]). Cells past
+    `llm.n_tokens` (a previous batch's rejected guesses) are dropped first, as eval() does."""
+    llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
+    past = llm.n_tokens
+    llm._batch.set_batch(batch=tokens, n_past=past, logits_all=True)
+    llm._ctx.decode(llm._batch)
+    llm.input_ids[past : past + len(tokens)] = tokens
+    llm.n_tokens = past + len(tokens)
+
+
 def decode_greedy(
     llm: Any,
     prompt: list[int],
@@ -116,6 +132,7 @@ def decode_greedy(
     deadline: float,
     reuse_cache: bool = True,
     cancelled: threading.Event | None = None,
+    lookup: bool = True,
 ) -> Decoded:
     """Write the answer to `prompt` at temperature 0 under the grammar. The KV cache keeps the
     longest prefix it shares with the previous call (as llama-cpp-python's own generate does);
@@ -126,6 +143,12 @@ def decode_greedy(
     cache held. Evaluating a prompt in one pass and re-evaluating only its tail give logits that
     differ in the last bits on some CPUs, enough to flip a near-tie.
 
+    With `lookup`, each written token is evaluated together with the tokens that followed its
+    context where that context occurred before (prompt_lookup.py), and the guesses the model
+    itself picks are written without a pass of their own. The answer is the greedy answer still
+    (a guess is kept only if it is the token picked from the logits before it); the logits of a
+    batch may differ from one token's in the last bits, as above.
+
     Writing stops early when `cancelled` is set (the caller stopped waiting)."""
     import llama_cpp
 
@@ -133,9 +156,12 @@ def decode_greedy(
     cached = _evaluate(llm, prompt, reuse_cache)
     prompt_seconds = time.perf_counter() - started
     ctx, vocab, n_vocab = llm._ctx.ctx, llm._model.vocab, llm.n_vocab()
+    guesses = PromptLookup(prompt) if lookup else None
     sampler = GrammarSampler(llm, gbnf, root)
     written: list[int] = []
     finish: Finish = "length"
+    row = -1  # the logits row of the last evaluated batch to pick the next token from
+    guessed = 0
     try:
         while len(written) < max_tokens:
             if time.monotonic() > deadline:
@@ -145,7 +171,7 @@ def decode_greedy(
                 finish = "cancelled"
                 break
             logits = np.ctypeslib.as_array(
-                llama_cpp.llama_get_logits_ith(ctx, -1), shape=(n_vocab,)
+                llama_cpp.llama_get_logits_ith(ctx, row), shape=(n_vocab,)
             )
             token = sampler.pick(logits)
             if llama_cpp.llama_vocab_is_eog(vocab, token):
@@ -153,8 +179,39 @@ def decode_greedy(
                 break
             sampler.accept(token)
             written.append(token)
-            llm.eval([token])
+            if guesses is None:
+                llm.eval([token])
+                continue
+            guesses.extend([token])
+            draft = guesses.draft(max_tokens - len(written))
+            if not draft:
+                llm.eval([token])
+                row = -1
+                continue
+            kept = llm.n_tokens
+            _evaluate_all(llm, [token, *draft])
+            row = 0
+            for guess in draft:  # keep the guesses the model picks itself, up to the first miss
+                logits = np.ctypeslib.as_array(
+                    llama_cpp.llama_get_logits_ith(ctx, row), shape=(n_vocab,)
+                )
+                if sampler.pick(logits) != guess or llama_cpp.llama_vocab_is_eog(vocab, guess):
+                    break
+                sampler.accept(guess)
+                written.append(guess)
+                guesses.extend([guess])
+                row += 1
+                guessed += 1
+            llm.n_tokens = kept + 1 + row  # the rejected guesses' cells go with the next batch
     finally:
         sampler.close()
     text = llm.detokenize(written).decode("utf-8", errors="replace")
-    return Decoded(text, len(written), min(cached, len(prompt)), finish, prompt_seconds)
+    return Decoded(
+        text,
+        len(written),
+        min(cached, len(prompt)),
+        finish,
+        prompt_seconds,
+        guessed,
+        tuple(written),
+    )

@@ -77,6 +77,7 @@ class ExtractionOutput:
     completion_tokens: int = 0
     seconds: float = 0.0  # wall time inside the model call
     prompt_seconds: float = 0.0  # of `seconds`, evaluating the prompt's tokens not cached
+    guessed_tokens: int = 0  # of completion_tokens, guessed from the prompt (prompt_lookup.py)
     # the answer ran into the prompt's max_tokens: `data` holds what was finished before
     # (json_prefix.py), the unfinished rest is dropped
     truncated: bool = False
@@ -178,9 +179,11 @@ class LlamaExtractor(Extractor):
         timeout_s: float = DEFAULT_TIMEOUT_S,
         reproducible: bool = False,
         nice: int = 0,
+        lookup: bool = True,
     ) -> None:
         self.name = name
         self.reproducible = reproducible
+        self.lookup = lookup  # guess tokens from the prompt (prompt_lookup.py)
         self.models_dir = models_dir
         self.threads = threads or max(1, os.cpu_count() or 1)
         self.n_ctx = n_ctx
@@ -284,6 +287,7 @@ class LlamaExtractor(Extractor):
                 deadline=time.monotonic() + self.timeout_s,
                 reuse_cache=not self.reproducible,
                 cancelled=cancelled,
+                lookup=self.lookup,
             )
         except Exception as exc:  # context overflow, decode failure, ...
             raise ExtractionError(f"the extractor model failed: {exc}") from exc
@@ -313,6 +317,7 @@ class LlamaExtractor(Extractor):
             completion_tokens=decoded.completion_tokens,
             seconds=seconds,
             prompt_seconds=decoded.prompt_seconds,
+            guessed_tokens=decoded.guessed_tokens,
             truncated=decoded.finish == "length",
         )
 

@@ -246,16 +246,16 @@ class MessageIndex:
     def message_replies(self, seqs: Sequence[int]) -> dict[int, int]:
         """The reply to each of the given messages: the next indexed (non-system) message of
         the same scope, by seq; messages with none are left out."""
-        replies: dict[int, int] = {}
-        for seq in seqs:
-            row = self.db.query_one(
-                "SELECT r.seq FROM messages m JOIN messages r ON r.scope = m.scope "
-                "AND r.seq > m.seq WHERE m.seq = ? AND r.role != 'system' ORDER BY r.seq LIMIT 1",
-                (seq,),
-            )
-            if row is not None:
-                replies[int(seq)] = int(row[0])
-        return replies
+        if not seqs:
+            return {}
+        marks = ", ".join("?" for _ in seqs)
+        rows = self.db.query(
+            "SELECT m.seq, (SELECT r.seq FROM messages r WHERE r.scope = m.scope "
+            "AND r.seq > m.seq AND r.role != 'system' ORDER BY r.seq LIMIT 1) "
+            f"FROM messages m WHERE m.seq IN ({marks})",
+            list(seqs),
+        )
+        return {int(seq): int(reply) for seq, reply in rows if reply is not None}
 
     def message_hits(self, scored: dict[int, float]) -> list[MessageHit]:
         """The messages with their scores and citing memories, best first (ties: newest)."""
