@@ -179,15 +179,15 @@ def decode_greedy(
                 break
             sampler.accept(token)
             written.append(token)
-            if guesses is None:
-                llm.eval([token])
-                continue
-            guesses.extend([token])
-            draft = guesses.draft(max_tokens - len(written))
+            draft: list[int] = []
+            if guesses is not None:
+                guesses.extend([token])
+                draft = guesses.draft(max_tokens - len(written))
             if not draft:
                 llm.eval([token])
                 row = -1
                 continue
+            assert guesses is not None  # the draft came from it
             kept = llm.n_tokens
             _evaluate_all(llm, [token, *draft])
             row = 0
