@@ -44,9 +44,10 @@ class FakeEmbedder(Embedder):
 
 # -- extraction fakes (appended for the extraction issue) -------------------------------------
 
-from collections.abc import Callable  # noqa: E402
+from collections.abc import Callable, Mapping  # noqa: E402
 from typing import Any  # noqa: E402
 
+from .extraction.prompts import first_new_number  # noqa: E402
 from .pinned.entities import EntityExtractor, unique_mentions  # noqa: E402
 from .pinned.entities import _mention as _entity_mention  # noqa: E402
 from .pinned.extractor import ExtractionOutput, Extractor, ExtractorIdentity, Prompt  # noqa: E402
@@ -89,10 +90,35 @@ class FakeExtractor(Extractor):
         if isinstance(item, BaseException):
             raise item
         data = item(prompt) if callable(item) else item
+        if prompt.kind == "facts":  # scripts number the call's new messages 1, 2, ...
+            data = _numbered_as_prompt(data, first_new_number(prompt))
         return ExtractionOutput(data=dict(data), text=json.dumps(data, ensure_ascii=False))
 
     def close(self) -> None:
         self.closed = True
+
+
+def _numbered_as_prompt(data: Mapping[str, Any], first: int) -> dict[str, Any]:
+    """A scripted facts answer keyed as the model keys it: the prompt numbers the conversation's
+    messages, so the call's new message n is number first + n - 1 there. Keys that are not
+    numbers stay as they are (hostile-answer tests)."""
+    return {
+        str(int(key) + first - 1) if isinstance(key, str) and key.isdigit() else key: value
+        for key, value in data.items()
+    }
+
+
+def new_message_lines(prompt: Prompt) -> list[str]:
+    """The lines of a facts prompt's conversation that are its new messages, without their
+    numbers ("user (Lena): I moved."; a line that opens a new day starts with its date)."""
+    first = first_new_number(prompt)
+    count = len(prompt.schema.get("properties", {}))
+    conversation = prompt.messages[-1]["content"].split("\n\nExisting memories", 1)[0]
+    numbered = dict(_NUMBERED_LINE.findall(conversation))
+    return [numbered[str(n)] for n in range(first, first + count)]
+
+
+_NUMBERED_LINE = re.compile(r"^(\d+)\. (.*)$", re.MULTILINE)
 
 
 def answer(*facts: str | tuple[int, str]) -> dict[str, list[str]]:

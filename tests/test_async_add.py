@@ -23,7 +23,13 @@ from offline_mem import Memory, OfflineMemError, ValidationError
 from offline_mem.errors import ExtractionError, FlushTimeoutError
 from offline_mem.pinned.extractor import Prompt
 from offline_mem.store import job_worker
-from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer
+from offline_mem.testing import (
+    FakeEmbedder,
+    FakeEntities,
+    FakeExtractor,
+    answer,
+    new_message_lines,
+)
 
 CONVERSATION = [
     ("I adopted a grey cat called Pixel", "User adopted a grey cat called Pixel"),
@@ -174,8 +180,7 @@ class GatedExtractor(FakeExtractor):
         if prompt.kind == "facts":
             self.entered.set()
             assert self.gate.wait(30), "the test never opened the gate"
-            new = prompt.messages[-1]["content"].split("\nNew messages")[1]
-            said = new.split("\n1. ")[1].split("\n")[0]
+            said = new_message_lines(prompt)[0]
             self.script.append(answer("User " + said.split(": ", 1)[1]))
         return super().extract(prompt)
 

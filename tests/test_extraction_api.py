@@ -48,8 +48,8 @@ def test_supersession_through_the_api(tmp_path):
     ]  # fmt: skip
     # the model saw the old memory, never its id, and the scope's recent messages
     prompt = m.extractor.calls[1].messages[1]["content"]
-    assert "0. User lives in Lisbon." in prompt and old not in prompt
-    assert "- user: I live in Lisbon." in prompt
+    assert "- User lives in Lisbon." in prompt and old not in prompt
+    assert "1. user: I live in Lisbon.\n2. user: I live in Porto now" in prompt
     (check,) = m.extractor.check_calls
     assert "User lives in Lisbon." in check.messages[1]["content"] and old not in str(check)
     assert m.get(old)["state"] == "superseded" and m.get(old)["superseded_by"] == new
@@ -74,7 +74,7 @@ def test_superseded_and_expired_memories_are_not_shown_to_the_model(tmp_path):
     m.add("I like tea", user_id="u", expiration_date="2000-01-01")
     m.add("Do I still live in Porto, not in Lisbon?", user_id="u")
     shown = m.extractor.calls[3].messages[1]["content"].split("Existing memories:\n")[1]
-    assert shown.startswith(f"0. {MOVED}\n\nNew messages")
+    assert shown.startswith(f"- {MOVED}\n\nNew message")
 
 
 def test_only_memories_similar_to_the_new_messages_are_shown(tmp_path):
@@ -84,7 +84,7 @@ def test_only_memories_similar_to_the_new_messages_are_shown(tmp_path):
     m.add("Lisbon is where I live.", user_id="u")
     prompts = [c.messages[1]["content"].split("Existing memories:\n")[1] for c in m.extractor.calls]
     assert prompts[1].startswith("(none)")  # the cello shares nothing with Lisbon
-    assert prompts[2].startswith("0. User lives in Lisbon.\n\nNew messages")
+    assert prompts[2].startswith("- User lives in Lisbon.\n\nNew message")
 
 
 def test_model_error_leaves_the_file_unchanged(tmp_path):
@@ -113,7 +113,8 @@ def test_timestamps_are_the_observation_date(tmp_path):
     out = m.add([{"role": "user", "content": "Yesterday I went to Rome",
                   "timestamp": "2023-04-02T12:00:00Z"}], user_id="u")  # fmt: skip
     prompt = m.extractor.calls[0].messages[1]["content"]
-    assert "New messages (2023-04-02 (Sunday)):\n1. user: Yesterday I went to Rome" in prompt
+    assert "1. [2023-04-02 (Sunday)] user: Yesterday I went to Rome" in prompt
+    assert "New message: 1 (2023-04-02 (Sunday))." in prompt
     assert m.get(out["results"][0]["id"])["observed_at"].startswith("2023-04-02T12:00:00")
 
 
@@ -156,10 +157,12 @@ def test_recent_messages_shown_are_the_scope_messages_since_the_window_start(tmp
         m.add(f"other scope {i}", user_id="v")
     for i, call in enumerate(m.extractor.calls[::2]):  # user u's calls
         text = call.messages[1]["content"]
-        recent = text[text.index("Recent messages") : text.index("Existing memories")]
+        recent = text[text.index("Conversation:") : text.index("Existing memories")]
         expected = [f"message {j}" for j in range(recent_window_start(i), i)]
-        shown = [line.split(": ", 1)[1] for line in recent.splitlines() if line.startswith("- ")]
-        assert shown == expected
+        lines = recent.strip().splitlines()[1:]  # after "Conversation:"
+        shown = [line.split(": ", 1)[1] for line in lines]
+        assert shown == [*expected, f"message {i}"]  # the new message last
+        assert lines[0].startswith("1. ")
         assert "other scope" not in recent
 
 

@@ -17,6 +17,7 @@ from offline_mem.extraction.prompts import (
     build_facts_prompt,
     fact_subject,
     facts_schema,
+    first_new_number,
     recent_window_start,
 )
 from offline_mem.pinned.extractor import schema_to_gbnf
@@ -41,14 +42,16 @@ def test_layout_static_first_then_variable_parts_in_order():
     system, user = prompt.messages
     assert system == {"role": "system", "content": FACTS_INSTRUCTIONS}
     text = user["content"]
-    assert text.startswith("Recent messages") and "2025-03-14" not in text.split("New mes")[0]
-    assert text.index("Recent messages") < text.index("Existing memories") < text.index("New mes")
-    assert "0. User lives in Lisbon.\n1. User likes tea." in text
-    assert "New messages (2025-03-14 (Friday)):\n1. user (ana): I moved to Porto." in text
-    assert "I moved to Porto.\n2. assistant: Nice!" in text
-    assert "x" * 299 + "…" in text and "x" * 300 not in text  # recent messages cut to 300
-    assert prompt.kind == "facts" and prompt.schema == facts_schema(2, ["ana", None])
-    assert 'start it with their name: message 1 with "ana".\nAnswer:' in text
+    assert text.startswith("Conversation:\n1. user: hi\n2. assistant: xxx")
+    assert "2025-03-14" not in text.split("New mes")[0]  # messages without a date: none shown
+    assert text.index("Conversation") < text.index("Existing memories") < text.index("New mes")
+    assert "\n3. user (ana): I moved to Porto.\n4. assistant: Nice!\n\nExisting" in text
+    assert "Existing memories:\n- User lives in Lisbon.\n- User likes tea." in text
+    assert "New messages: 3 and 4 (2025-03-14 (Friday)).\nWrite only facts stated in mes" in text
+    assert "x" * 299 + "…" in text and "x" * 300 not in text  # earlier messages cut to 300
+    assert prompt.kind == "facts" and prompt.schema == facts_schema(2, ["ana", None], first=3)
+    assert list(prompt.schema["properties"]) == ["3", "4"] and first_new_number(prompt) == 3
+    assert 'start it with their name: message 3 with "ana".\nAnswer:' in text
     assert PROMPT_VERSION
 
 
@@ -95,11 +98,13 @@ def test_observation_date_from_message_timestamps():
         PromptMessage("user", "b", observed_at="2023-01-05T10:00:00+00:00"),
     ])  # fmt: skip
     text = prompt.messages[1]["content"]
-    stamped = "New messages:\n1. [2023-01-02 (Monday)] user: a\n2. [2023-01-05 (Thursday)] user: b"
-    assert stamped in text
+    stamped = "1. [2023-01-02 (Monday)] user: a\n2. [2023-01-05 (Thursday)] user: b"
+    assert stamped in text and "\nNew messages: 1 and 2.\n" in text  # two days: in the lines
     assert "2025-03-14" not in text  # the clock is shown only for messages with no timestamp
     one_day = build(new_messages=[PromptMessage("user", "a", observed_at="2023-01-02T10:00:00")])
-    assert "New messages (2023-01-02 (Monday)):\n1. user: a" in one_day.messages[1]["content"]
+    one_text = one_day.messages[1]["content"]
+    assert "1. [2023-01-02 (Monday)] user: a" in one_text
+    assert "New message: 1 (2023-01-02 (Monday))." in one_text
 
 
 def test_recent_messages_are_stamped_when_the_day_changes():
@@ -107,7 +112,9 @@ def test_recent_messages_are_stamped_when_the_day_changes():
               PromptMessage("assistant", "b", observed_at="2023-01-02T10:01:00"),
               PromptMessage("user", "c", observed_at="2023-01-04T09:00:00")]  # fmt: skip
     text = build(recent=recent).messages[1]["content"]
-    expected = "- [2023-01-02 (Monday)] user: a\n- assistant: b\n- [2023-01-04 (Wednesday)] user: c"
+    expected = (
+        "1. [2023-01-02 (Monday)] user: a\n2. assistant: b\n3. [2023-01-04 (Wednesday)] user: c"
+    )
     assert expected in text
 
 
@@ -120,9 +127,10 @@ def test_recent_window_moves_in_steps_and_keeps_at_least_the_minimum():
     assert len(set(starts)) > 5  # it moves
 
 
-def test_consecutive_prompts_share_everything_up_to_the_end_of_the_recent_messages():
+def test_consecutive_prompts_share_everything_up_to_the_end_of_the_new_messages():
     """The KV cache serves what two prompts share from the start: with the window fixed, the
-    next add's prompt begins with the previous one's up to its last recent message."""
+    next add's prompt begins with the previous one's up to its last new message, so no
+    message is evaluated twice."""
     history = [PromptMessage("user" if i % 2 == 0 else "assistant", f"message {i}",
                              observed_at="2023-01-02T10:00:00") for i in range(12)]  # fmt: skip
 
@@ -135,12 +143,22 @@ def test_consecutive_prompts_share_everything_up_to_the_end_of_the_recent_messag
     first, second = prompt_after(4), prompt_after(6)
     assert recent_window_start(4) == recent_window_start(6)
     shared = first[: first.index("\n\nExisting memories")]
-    assert second.startswith(shared) and "message 3" in shared
+    assert second.startswith(shared) and shared.endswith("6. assistant: message 5")
+
+
+def test_a_new_message_longer_than_an_earlier_one_is_shown_whole_and_cut_later():
+    """A new message is shown up to NEW_MESSAGE_CHARS, an earlier one up to RECENT_CHARS: only
+    then does the next prompt differ from that line on."""
+    long = PromptMessage("user", "y" * 400)
+    new = build(new_messages=[long]).messages[1]["content"]
+    later = build(recent=[long], new_messages=[PromptMessage("user", "ok")]).messages[1]["content"]
+    assert "1. user: " + "y" * 400 + "\n" in new
+    assert "1. user: " + "y" * 299 + "…\n2. user: ok" in later
 
 
 def test_empty_context_is_marked():
     text = build().messages[1]["content"]
-    assert "Recent messages (context only):\n(none)" in text
+    assert text.startswith("Conversation:\n1. user: I moved to Porto.\n\n")
     assert "Existing memories:\n(none)" in text
 
 

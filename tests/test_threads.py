@@ -23,7 +23,14 @@ from writer_process import WordAnalyzer, perform, plan_operation
 
 from offline_mem import AsyncMemory, Memory
 from offline_mem.pinned.extractor import ExtractionOutput, Prompt
-from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer, changed_when
+from offline_mem.testing import (
+    FakeEmbedder,
+    FakeEntities,
+    FakeExtractor,
+    answer,
+    changed_when,
+    new_message_lines,
+)
 
 THREADS = 8
 OPS = int(os.environ.get("OFFLINE_MEM_THREAD_OPS", "40"))
@@ -41,7 +48,7 @@ class KeyedExtractor(FakeExtractor):
 
     def extract(self, prompt: Prompt) -> ExtractionOutput:
         if prompt.kind == "facts":
-            tokens = TOKEN.findall(prompt.messages[-1]["content"])
+            tokens = TOKEN.findall("\n".join(new_message_lines(prompt)))
             self.script.append(self.answers.get(tokens[-1], {}) if tokens else {})
         return super().extract(prompt)
 

@@ -42,7 +42,14 @@ from offline_mem import Memory
 from offline_mem.pinned.extractor import ExtractionOutput, Prompt
 from offline_mem.pinned.nlp import Analysis, TextAnalyzer
 from offline_mem.store.jobs import JobClaim, JobRecord
-from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer, changed_when
+from offline_mem.testing import (
+    FakeEmbedder,
+    FakeEntities,
+    FakeExtractor,
+    answer,
+    changed_when,
+    new_message_lines,
+)
 
 WORDS = [
     "coffee",
@@ -113,8 +120,7 @@ class TokenFactsExtractor(FakeExtractor):
 
     def extract(self, prompt: Prompt) -> ExtractionOutput:
         if prompt.kind == "facts":
-            new = prompt.messages[-1]["content"].split("\nNew messages", 1)[1]
-            first = new.split("\n1. ", 1)[1].split("\n", 1)[0]
+            first = new_message_lines(prompt)[0]
             starts = [m.start() for m in FACT_TOKEN.finditer(first)]
             facts = [first[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)]
             self.script.append(answer(*[f"User {fact}" for fact in facts]))

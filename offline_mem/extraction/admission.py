@@ -77,18 +77,23 @@ def _clean_text(value: object) -> str:
 
 
 def read_facts(
-    answer: Mapping[str, Any], *, shown_messages: Sequence[int], roles: Sequence[str]
+    answer: Mapping[str, Any],
+    *,
+    shown_messages: Sequence[int],
+    roles: Sequence[str],
+    first: int = 1,
 ) -> list[Fact]:
-    """The answer's facts: it maps the number n of a new message to the facts it states, and
-    `shown_messages[n - 1]` is the plan index of that message; `roles[i]` is the role of plan
+    """The answer's facts: it maps the number of a new message to the facts it states; the
+    prompt numbered the new messages from `first`, and `shown_messages[n]` is the plan index of
+    the call's message n (0-based); `roles[i]` is the role of plan
     message i. A fact is attributed to the side that said its message: the answer carries no
     speaker of its own, which saves generated tokens (`ground_facts` corrects the message)."""
     facts = []
     for key, raw in answer.items():
-        number = int(key) if isinstance(key, str) and key.isascii() and key.isdigit() else 0
-        if not 1 <= number <= len(shown_messages) or not isinstance(raw, list):
+        number = int(key) if isinstance(key, str) and key.isascii() and key.isdigit() else -1
+        if not first <= number < first + len(shown_messages) or not isinstance(raw, list):
             continue
-        source = shown_messages[number - 1]
+        source = shown_messages[number - first]
         side = roles[source] if roles[source] in ATTRIBUTIONS else None
         for item in raw:
             text = _clean_text(item)

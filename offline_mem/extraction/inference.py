@@ -34,6 +34,7 @@ from .prompts import (
     PromptMessage,
     day,
     fact_subject,
+    first_new_number,
     recent_window_start,
 )
 from .prompts import build_facts_prompt as build_prompt
@@ -149,7 +150,8 @@ def plan_facts(
             instructions=request.instructions,
         )
         outputs.append(models.extractor.extract(prompt))
-        facts += read_facts(outputs[-1].data, shown_messages=group, roles=roles)
+        first = first_new_number(prompt)
+        facts += read_facts(outputs[-1].data, shown_messages=group, roles=roles, first=first)
     output = _combined(outputs)
     old = sorted(seen_records.values(), key=lambda r: (r.created_at, r.rowid))
     checks = CheckContext(

@@ -2,19 +2,22 @@
 
 Layout, most stable first, so that llama.cpp's KV cache serves the longest possible prefix:
 the static instructions and examples (identical on every call), then the caller's custom
-instructions (fixed for a `Memory`), then the scope's recent messages, the existing memories
-similar to the new messages, and last the new messages with their date. The model never sees a
-memory id.
+instructions (fixed for a `Memory`), then the conversation: the scope's recent messages and the
+new ones as one numbered list, then the existing memories similar to the new messages, and last
+which messages are new, with their date. The model never sees a memory id.
 
 The prompt holds no clock reading: with timestamps on the messages it is a function of the data
 alone, so a run gives the same memories whatever day it runs (today's date is shown only for
 messages that carry no timestamp).
 
-The recent messages are a window that only grows between jumps (`recent_window_start`): one add's
-prompt starts with the previous add's prompt up to the end of its recent messages, so the KV cache
-serves them. A sliding window of the last ten would change its first line on every add and
-re-evaluate everything after the system message (measured on the side-by-side benchmark: ~400
-prompt tokens per add, 8 s of a 15 s add at one thread).
+The recent messages are a window that only grows between jumps (`recent_window_start`), and a
+new message is written exactly as it will be written as an earlier one (facts-9): one call's
+prompt starts with the previous call's up to the end of its new messages, so the KV cache serves
+them. Before facts-9 the new messages had a section of their own, after the memories, and every
+message was evaluated twice, once new and once recent. A sliding window of the last ten would
+change its first line on every add and re-evaluate everything after the system message
+(measured on the side-by-side benchmark: ~400 prompt tokens per add, 8 s of a 15 s add at one
+thread).
 
 The answer (facts-4) is an object from the number of a new message to the texts of the facts it
 states, nothing else: at one thread every generated token costs ~55 ms, as much as ~3 prompt
@@ -35,8 +38,9 @@ from ..pinned.extractor import Prompt
 from .speakers import PLAIN_NAME
 
 # facts-7: each fact of a named speaker's message starts with the name; facts-8: then a space or
-# "'s " (the name as subject or owner), so a fact cannot be the turn behind "Name:"
-PROMPT_VERSION = "facts-8"
+# "'s " (the name as subject or owner), so a fact cannot be the turn behind "Name:"; facts-9: the
+# earlier and new messages are one numbered conversation, the answer keyed by those numbers
+PROMPT_VERSION = "facts-9"
 
 MAX_FACTS = 6  # facts per answer (two messages rarely hold more)
 MAX_FACT_CHARS = 200
@@ -50,7 +54,10 @@ SHOW_MIN_SIMILARITY = 0.3  # all-MiniLM-L6-v2 cosine to the new messages
 RECENT_MIN = 4
 RECENT_STEP = 8
 MAX_RECENT = RECENT_MIN + RECENT_STEP - 1
-RECENT_CHARS = 300  # each recent message is cut to this (as Mem0)
+RECENT_CHARS = 300  # each earlier message is cut to this (as Mem0)
+# At most this many earlier messages: the window's own bound, plus an add's own earlier messages
+# (a call for its second message shows the first as context).
+MAX_CONTEXT = 2 * MAX_RECENT
 NEW_MESSAGE_CHARS = 4000  # each new message is cut to this
 # Bounds the answer: 6 facts x (200 chars ~ 50 tokens + ~20 tokens of JSON keys) = ~420.
 FACTS_MAX_TOKENS = 512
@@ -81,10 +88,13 @@ def fact_subject(message: PromptMessage) -> str | None:
     return name if PLAIN_NAME.fullmatch(name) else None
 
 
-def facts_schema(new_messages: int, subjects: Sequence[str | None] | None = None) -> dict[str, Any]:
-    """The answer: an object keyed by the number of each new message that states facts, each
-    holding the list of those facts. Keys are optional and in order, so an answer with nothing
-    new is {}. `subjects[n - 1]`, when given, is the name each fact of message n starts with."""
+def facts_schema(
+    new_messages: int, subjects: Sequence[str | None] | None = None, *, first: int = 1
+) -> dict[str, Any]:
+    """The answer: an object keyed by the number of each new message that states facts (the new
+    messages are numbered from `first`), each holding the list of those facts. Keys are
+    optional and in order, so an answer with nothing new is {}. `subjects[n]`, when given, is
+    the name each fact of the call's message n (0-based) starts with."""
 
     def facts(subject: str | None) -> dict[str, Any]:
         item: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MAX_FACT_CHARS}
@@ -95,19 +105,20 @@ def facts_schema(new_messages: int, subjects: Sequence[str | None] | None = None
     names = list(subjects) if subjects is not None else [None] * new_messages
     return {
         "type": "object",
-        "properties": {str(n): facts(names[n - 1]) for n in range(1, new_messages + 1)},
+        "properties": {str(first + n): facts(names[n]) for n in range(new_messages)},
         "additionalProperties": False,
     }
 
 
 FACTS_INSTRUCTIONS = """\
-You are a careful note-taker for a personal assistant. You read the NEW MESSAGES of a \
+You are a careful note-taker for a personal assistant. You read the new messages of a \
 conversation and write down every fact worth remembering about the user: who they are, where \
 they live and work, people and pets in their life, plans and dates, preferences, habits, health, \
 goals, possessions, and anything the assistant did or promised for them.
 
 Rules:
-1. Take facts only from the NEW MESSAGES. Recent messages and existing memories are context.
+1. Take facts only from the new messages named at the end. Earlier messages and existing \
+memories are context.
 2. Each fact is one short, self-contained sentence in the third person. Call the user "User" \
 and use names, never pronouns like "he", "she", "it", "they", "I" or "my".
 3. Write one fact per piece of information; keep specific names, numbers and places.
@@ -116,31 +127,35 @@ against the date of the new messages.
 5. When something changed (a move, a new job, a new preference, a plan cancelled or moved), \
 write the new state ("User lives in Porto"), not the old one.
 6. Skip greetings, thanks, small talk, questions without facts and general advice. Do not \
-repeat a fact that an existing memory or a recent message already states.
+repeat a fact that an existing memory or an earlier message already states.
 7. Answer with one JSON object: the number of each new message that states facts, with the \
 list of its facts. Leave out messages without facts; if there is nothing new, answer {}.
 
 Example 1.
-Recent messages (context only):
-- [2024-06-01 (Saturday)] user: I finally finished the marathon!
-- assistant: Congratulations!
+Conversation:
+1. [2024-06-01 (Saturday)] user: I finally finished the marathon!
+2. assistant: Congratulations!
+3. [2024-06-05 (Wednesday)] user: Hi! Since last month I live in Porto and work at São João \
+hospital. Mia loves the new flat. My sister Ana visits on Sunday.
+4. assistant: Nice! Enjoy the visit.
+
 Existing memories:
-0. User works as a nurse at Santo António hospital.
-1. User has a cat named Mia.
-New messages (2024-06-05 (Wednesday)):
-1. user: Hi! Since last month I live in Porto and work at São João hospital. Mia loves the new \
-flat. My sister Ana visits on Sunday.
-2. assistant: Nice! Enjoy the visit.
+- User works as a nurse at Santo António hospital.
+- User has a cat named Mia.
+
+New messages: 3 and 4 (2024-06-05 (Wednesday)).
 Answer:
-{"1": ["User lives in Porto since May 2024.", "User works as a nurse at São João hospital.", \
+{"3": ["User lives in Porto since May 2024.", "User works as a nurse at São João hospital.", \
 "User's sister is named Ana.", "Ana visits User on Sunday 9 June 2024."]}
-(The cat Mia is already memory 1 and the marathon is a recent message, so neither is repeated; \
-the assistant's reply holds no fact, so message 2 is left out.)
+(The cat Mia is already an existing memory and the marathon is an earlier message, so neither \
+is repeated; the assistant's reply holds no fact, so message 4 is left out.)
 
 Example 2.
-New messages:
+Conversation:
 1. user: Hello, how are you today?
 2. assistant: I'm fine, thanks! How can I help you?
+
+New messages: 1 and 2.
 Answer:
 {}"""
 
@@ -210,6 +225,12 @@ def _stamped(messages: Sequence[PromptMessage]) -> list[tuple[str, PromptMessage
     return out
 
 
+def first_new_number(prompt: Prompt) -> int:
+    """The number the conversation of a facts prompt gives its first new message: the answer is
+    keyed by these numbers (`facts_schema`), message n of the call being number first + n - 1."""
+    return min((int(key) for key in prompt.schema.get("properties", {})), default=1)
+
+
 def build_facts_prompt(
     *,
     new_messages: Sequence[PromptMessage],
@@ -218,50 +239,46 @@ def build_facts_prompt(
     now: datetime,
     instructions: str | None = None,
 ) -> Prompt:
-    """The extraction prompt. `recent` are the scope's messages since `recent_window_start`;
-    `existing[i]` is shown as memory i; `new_messages[i]` as message i + 1; `now` dates the new
-    messages that carry no timestamp. `instructions` (the config's custom_instructions or the
-    call's `prompt`) are added after the fixed rules."""
+    """The extraction prompt. `recent` are the scope's messages since `recent_window_start`,
+    shown before `new_messages` as one numbered conversation; the answer is keyed by the new
+    messages' numbers there (`first_new_number`). `now` dates the new messages that carry no
+    timestamp. `instructions` (the config's custom_instructions or the call's `prompt`) are added
+    after the fixed rules."""
     system = facts_system_prompt(instructions)
-    parts = ["Recent messages (context only):"]
-    shown = [m for m in recent if m.content.strip()][-MAX_RECENT:]
-    if shown:
-        parts += [f"- {stamp}{_speaker(m)}: {_cut(m.content, RECENT_CHARS)}"
-                  for stamp, m in _stamped(shown)]  # fmt: skip
-    else:
-        parts.append("(none)")
-    parts.append("\nExisting memories:")
+    context = [m for m in recent if m.content.strip()][-MAX_CONTEXT:]
+    first = len(context) + 1
+    lines = ["Conversation:"]
+    for number, (stamp, message) in enumerate(_stamped([*context, *new_messages]), start=1):
+        limit = RECENT_CHARS if number < first else NEW_MESSAGE_CHARS
+        lines.append(f"{number}. {stamp}{_speaker(message)}: {_cut(message.content, limit)}")
+    lines.append("\nExisting memories:")
     if existing:
-        parts += [f"{i}. {_cut(m.text, 2 * MAX_FACT_CHARS)}" for i, m in enumerate(existing)]
+        lines += [f"- {_cut(m.text, 2 * MAX_FACT_CHARS)}" for m in existing]
     else:
-        parts.append("(none)")
+        lines.append("(none)")
+    numbers = list(range(first, first + len(new_messages)))
+    named = " and ".join(str(n) for n in numbers)
     days = sorted({d for m in new_messages if (d := day(m.observed_at))})
-    if len(days) > 1:
-        parts.append("\nNew messages:")
-        numbered = _stamped(new_messages)
-    else:
-        parts.append(f"\nNew messages ({days[0] if days else day(now)}):")
-        numbered = [("", m) for m in new_messages]
-    for number, (stamp, message) in enumerate(numbered, start=1):
-        content = _cut(message.content, NEW_MESSAGE_CHARS)
-        parts.append(f"{number}. {stamp}{_speaker(message)}: {content}")
+    when = f" ({days[0] if days else day(now)})" if len(days) <= 1 else ""
+    plural = "s" if len(numbers) > 1 else ""
+    lines.append(f"\nNew message{plural}: {named}{when}.")
     # The reminder sits next to the answer: without it the 1.5B model tends to re-copy the
     # shown memories once there are several (measured: ~320 output tokens per add, 20 s).
-    parts.append(
-        "\nWrite only facts stated in the new messages above; never copy an existing memory, "
+    lines.append(
+        f"Write only facts stated in message{plural} {named}; never copy an existing memory, "
         "write what changed."
     )
     subjects = [fact_subject(m) for m in new_messages]
-    named = [f'message {n} with "{s}"' for n, s in enumerate(subjects, start=1) if s]
-    if named:
-        parts.append(SUBJECT_RULE.format(", ".join(named)))
-    parts.append("Answer:")
+    with_names = [f'message {n} with "{s}"' for n, s in zip(numbers, subjects, strict=True) if s]
+    if with_names:
+        lines.append(SUBJECT_RULE.format(", ".join(with_names)))
+    lines.append("Answer:")
     return Prompt(
         kind="facts",
         messages=(
             {"role": "system", "content": system},
-            {"role": "user", "content": "\n".join(parts)},
+            {"role": "user", "content": "\n".join(lines)},
         ),
-        schema=facts_schema(len(new_messages), subjects),
+        schema=facts_schema(len(new_messages), subjects, first=first),
         max_tokens=FACTS_MAX_TOKENS,
     )
