@@ -174,6 +174,41 @@ def test_each_fact_of_a_named_dialogue_is_about_the_person_who_said_it(extractor
             assert fact.startswith(said_by), (fact, facts)
 
 
+def test_a_past_event_stays_and_a_stated_change_supersedes(extractor, tmp_path):
+    """Two named people: news about the same person (a sister moving) does not end a past event
+    (a hike with her), while a plainly stated change (pottery quit for climbing) supersedes the
+    old habit. Measured with check-1, the hike was superseded (P(changed) above 0.7; now 0.56),
+    as on the dev set, where an old car's breakdown ended a trip made in the new one."""
+    m = Memory({"path": str(tmp_path / "m.db")}, extractor=extractor)
+    turns = [
+        ("Lena", "Hey Rui! I just got back from a week of hiking in the Dolomites with my sister."),
+        ("Rui", "That sounds amazing! I started pottery classes last month, every Tuesday "
+                "evening."),
+        ("Lena", "Pottery, nice! My sister is moving to Oslo in June for a new job at a hospital."),
+        ("Rui", "Wow. By the way, I sold my old bike and bought an electric one yesterday."),
+        ("Lena", "How is the pottery going?"),
+        ("Rui", "I quit pottery, it wasn't for me. Now I go climbing every Tuesday evening "
+                "instead."),
+    ]  # fmt: skip
+    events = []
+    try:
+        for start, day in ((0, "2024-05-08"), (2, "2024-05-08"), (4, "2024-07-02")):
+            messages = [
+                {"role": "user" if n == "Lena" else "assistant", "name": n, "content": text,
+                 "timestamp": f"{day}T10:00:00Z"}
+                for n, text in turns[start : start + 2]
+            ]  # fmt: skip
+            events.append(m.add(messages, user_id="chat")["results"])
+        active = [r["memory"] for r in m.get_all(filters={"user_id": "chat"})["results"]]
+    finally:
+        m.store.close()
+    assert not any(r["event"] == "SUPERSEDE" for r in events[0] + events[1]), events
+    assert any("hiking" in f for f in active), active
+    ended = [r["memory"] for r in events[2] if r["event"] == "SUPERSEDE"]
+    assert any("pottery" in f for f in ended), events[2]
+    assert not any("pottery classes" in f for f in active), active
+
+
 def test_every_model_call_runs_on_one_thread_whoever_calls(extractor, tmp_path):
     """llama.cpp runs slower once two threads have called it (model_thread.py): a synchronous
     add from the caller's thread and a queued job from the worker evaluate on the same thread."""

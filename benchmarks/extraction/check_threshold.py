@@ -3,7 +3,7 @@
 
     .venv/bin/python -m benchmarks.extraction.check_threshold [--db MEMORY_FILE] [--out FILE]
 
-Pairs: run.py's hand-written CHANGED (should be superseded) and SAME (should not), and, with
+Pairs: run.py's hand-written CHANGED (should be superseded), SAME and EVENTS (should not), and, with
 `--db`, every pair a memory file recorded as superseded (old memory, the memory that superseded
 it). On the dev set's run file those are read as wrong: in real conversations between two people
 almost nothing changed (issue 19: 1 right of 16 read on two conversations). Each pair is asked
@@ -25,7 +25,7 @@ from offline_mem.config import DEFAULT_EXTRACTOR, resolve_models_dir
 from offline_mem.extraction.supersession import build_check_prompt, changed_probability
 from offline_mem.pinned.extractor import LlamaExtractor
 
-from .run import CHANGED, SAME
+from .run import CHANGED, EVENTS, SAME
 
 ROOT = Path(__file__).resolve().parents[2]
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99)
@@ -61,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
                     for i, (o, n) in enumerate(CHANGED)],
         "same": [{"pair": i, "p": ask(extractor, o, n, day_old, day_new)}
                  for i, (o, n) in enumerate(SAME)],
+        "events": [{"pair": i, "p": ask(extractor, o, n, day_old, day_new)}
+                   for i, (o, n) in enumerate(EVENTS)],
     }  # fmt: skip
     if args.db:
         groups["file"] = [
