@@ -91,10 +91,11 @@ OPTIONS = (" true", " false")  # and continues it (one token each for the pinned
 # 14 / 11, of 14 added details 7 / 3 / 1, of the dev run's 70 pairs 68 / 13 / 0. 0.7 keeps every
 # hand-written change: "favourite colour is green now" scores 0.75 a week after "blue", and the
 # contradiction floor of tests/test_extraction_real.py (6 of 8) fails at 0.75 (5 of 8).
-# check-2 adds that a past event stays true (and one example of it). Measured at 0.7 on another
-# CPU (session 21), check-1 -> check-2: hand-written changes 13 -> 12 of 14, added details 2 -> 1
-# of 14, past events followed by news about the same person or thing (run.py's EVENTS) 2 -> 1
-# of 8; the dev run's one supersession (a project in progress, then finished) 0.71 -> 0.73.
+# check-2 adds that a past event stays true (and one example of it). Measured at 0.7 on the
+# AVX-512 CPU of session 21, check-1 -> check-2: hand-written changes 13 -> 12 of 14, added
+# details 2 -> 1 of 14, past events followed by news about the same person or thing (run.py's
+# EVENTS) 2 -> 1 of 8; the dev run's one supersession (a project in progress, then finished)
+# 0.71 -> 0.73.
 CHANGE_THRESHOLD = 0.7
 
 
