@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import threading
 import time
@@ -19,9 +20,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from offline_mem.pinned import blas_threads as blas_threads_module
 from offline_mem.pinned.bert_layout import UnsupportedLayout, read_layout
 from offline_mem.pinned.bert_numpy import NumpyBertEncoder, _gelu, load_encoder
-from offline_mem.pinned.blas_threads import one_blas_thread
+from offline_mem.pinned.blas_threads import MAX_THREADS, blas_threads_for_forward, idle_cores
 from offline_mem.pinned.embedder import SentenceTransformerEmbedder
 from offline_mem.pinned.model_files import model_identity, verified_model_dir
 from offline_mem.values import EmbedderIdentity
@@ -210,7 +212,7 @@ def test_the_embedder_falls_back_to_sentence_transformers(folder: Path, tmp_path
     assert np.abs(embedder.embed_batch(TEXTS[:3]) - expected).max() < 1e-6
 
 
-# -- one BLAS thread -----------------------------------------------------------------------------
+# -- BLAS threads: one per idle core ----------------------------------------------------------
 
 
 @pytest.fixture
@@ -231,16 +233,69 @@ def blas_threads() -> Iterator[object]:
     ]
 
 
-def test_one_blas_thread_inside_whichever_thread_calls(blas_threads) -> None:  # type: ignore[no-untyped-def]
+@pytest.fixture
+def runnable_tasks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    """Set the machine's runnable task count that the thread choice reads (a fake /proc/loadavg)."""
+    fake = tmp_path / "loadavg"
+    monkeypatch.setattr(blas_threads_module, "LOADAVG", fake)
+
+    def set_runnable(count: int | None) -> None:
+        if count is None:
+            fake.unlink(missing_ok=True)
+        else:
+            fake.write_text(f"0.52 0.40 0.31 {count}/312 4242\n")
+
+    yield set_runnable
+
+
+def test_a_forward_gets_one_thread_per_idle_core(runnable_tasks, blas_threads) -> None:  # type: ignore[no-untyped-def]
+    cores = len(os.sched_getaffinity(0))
+    runnable_tasks(1)  # only the caller runs
+    assert idle_cores() == cores
+    with blas_threads_for_forward() as threads:
+        assert threads == min(cores, MAX_THREADS)
+        assert set(blas_threads()) == {threads}
+    runnable_tasks(cores + 1)  # every core has another task
+    assert idle_cores() == 1
+    with blas_threads_for_forward() as threads:
+        assert threads == 1
+        assert set(blas_threads()) == {1}
+    runnable_tasks(None)  # unreadable (not Linux): one thread, as when busy
+    assert idle_cores() == 1
+    runnable_tasks(40)
+    assert idle_cores() == 1
+
+
+def test_blas_workers_still_spinning_after_a_forward_are_not_other_tasks(  # type: ignore[no-untyped-def]
+    runnable_tasks, monkeypatch
+) -> None:
+    """OpenBLAS's workers spin (runnable) for ~0.1 s after a product: right after a forward on two
+    threads, one extra runnable task is that worker, not another program; later it is not."""
+    cores = len(os.sched_getaffinity(0))
+    runnable_tasks(1)
+    with blas_threads_for_forward() as first:
+        pass
+    runnable_tasks(2)  # the caller and one more task
+    with blas_threads_for_forward() as second:
+        pass
+    assert second == first == min(cores, MAX_THREADS)
+    monkeypatch.setattr(blas_threads_module, "_last_forward_end", float("-inf"))  # long ago
+    with blas_threads_for_forward() as later:
+        pass
+    assert later == max(1, min(cores - 1, MAX_THREADS))
+
+
+def test_the_limit_holds_inside_whichever_thread_calls(runnable_tasks, blas_threads) -> None:  # type: ignore[no-untyped-def]
     """The limit holds inside every call, from any thread, and the setting is back after each;
     calls from several threads take turns."""
+    runnable_tasks(99)  # busy: one thread, whatever the BLAS default is
     before = blas_threads()
     seen: list[list[int]] = []
     inside = threading.Semaphore(0)
     overlap: list[bool] = []
 
     def call() -> None:
-        with one_blas_thread():
+        with blas_threads_for_forward():
             overlap.append(inside.acquire(blocking=False))  # someone else inside?
             inside.release()
             seen.append(blas_threads())

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .bert_layout import BertLayout, UnsupportedLayout, check_tokenizer, read_layout
-from .blas_threads import one_blas_thread
+from .blas_threads import blas_threads_for_forward
 
 WEIGHTS_NAME = "model.safetensors"
 
@@ -106,7 +106,7 @@ class NumpyBertEncoder:
         out = np.zeros((len(texts), self.layout.hidden), dtype=np.float32)
         # one text at a time: encode_batch would start the tokenizer's own thread pool
         ids = [self.tokenizer.encode(text).ids for text in texts]
-        with one_blas_thread():
+        with blas_threads_for_forward():
             for start in range(0, len(ids), batch_size):
                 out[start : start + batch_size] = self._forward(ids[start : start + batch_size])
         return out

@@ -1,11 +1,16 @@
-"""One BLAS thread, and one numpy forward at a time, while the numpy embedder runs.
+"""How many BLAS threads the numpy embedder runs on, and one numpy forward at a time.
 
 OpenBLAS splits even a small matrix product across all its threads, and its threads wait on each
 other by spinning: when the cores are busy (the extractor's llama.cpp threads, another process)
 that waiting dominates. Measured on this project's 2-core machine with both cores loaded by another
 process: one (256 x 32) @ (32 x 256) attention product took 12-16 ms on OpenBLAS's two threads and
 0.1 ms on one; the forward of a query 28-54 ms against 10 ms; of 64 short texts 0.57 s against
-0.34 s.
+0.34 s. With the cores idle it is the other way round: a query's forward took 13.6-14.2 ms (p50)
+on one thread and 8.7-9.3 ms on two. So a forward gets one thread per core that nothing else
+wants at the moment it starts (the kernel's count of runnable tasks, /proc/loadavg), at most
+MAX_THREADS, and one thread wherever that count cannot be read. OpenBLAS's own worker threads
+keep spinning (runnable) for ~0.1 s after a product (measured: 98-167 ms), so for SPIN_SECONDS
+after a forward on n threads its n - 1 workers are not counted as other tasks.
 
 The BLAS thread count is a setting of the whole process, and threadpoolctl lets only the thread
 holding it change it (others are silently ignored, so a limit set by one thread and restored by
@@ -15,19 +20,59 @@ forward runs at a time (as the torch path before it did, for its tokenizer's sak
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+
+MAX_THREADS = 2
+"""Measured gains stop at the 2 cores of the machines this was measured on; a query's matrices are
+small enough that more threads are unlikely to pay for their start-up."""
+
+SPIN_SECONDS = 0.25
+
+LOADAVG = Path("/proc/loadavg")
 
 _lock = threading.Lock()
 _controller: Any = None
+_spinning_workers = 0
+_last_forward_end = float("-inf")
 
 
 @contextmanager
-def one_blas_thread() -> Iterator[None]:
-    with _lock, _blas_controller().limit(limits=1, user_api="blas"):
-        yield
+def blas_threads_for_forward() -> Iterator[int]:
+    """Hold the forward lock with BLAS limited to `idle_cores()` threads; yields that count."""
+    global _spinning_workers, _last_forward_end
+    with _lock:
+        ours = 1 + (_spinning_workers if time.monotonic() - _last_forward_end < SPIN_SECONDS else 0)
+        threads = min(idle_cores(ours), MAX_THREADS)
+        try:
+            with _blas_controller().limit(limits=threads, user_api="blas"):
+                yield threads
+        finally:
+            _spinning_workers, _last_forward_end = threads - 1, time.monotonic()
+
+
+def idle_cores(ours: int = 1) -> int:
+    """Cores of this process's CPU set that no other runnable task wants now (at least 1).
+
+    /proc/loadavg's fourth field is "runnable/total" tasks of the whole machine at this instant;
+    `ours` of the runnable ones are the caller's (itself, and BLAS workers still spinning).
+    1 where the count cannot be read (not Linux)."""
+    try:
+        runnable = int(LOADAVG.read_text().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return 1
+    return max(1, _usable_cores() - max(0, runnable - ours))
+
+
+def _usable_cores() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _blas_controller() -> Any:
