@@ -400,12 +400,14 @@ class Memory(MemoryReads, MemoryJobs):
                     user_id, agent_id, run_id, required=False)):  # fmt: skip
                 with self._lock:
                     deleted = self.store.delete_message(key)
+                self.store.erase_freed()
                 if deleted is not None:
                     text = deleted.to_item()["memory"]
                     return {"id": key, "kind": "message", "memory": text, "event": "DELETE"}
         record = self._require(memory_id, user_id, agent_id, run_id)
         with self._lock:
             self.store.delete_memory(record)
+        self.store.erase_freed()
         return {"id": record.id, "memory": record.text, "event": "DELETE"}
 
     def delete_all(
@@ -421,12 +423,21 @@ class Memory(MemoryReads, MemoryJobs):
         scope = make_scope(user_id, agent_id, run_id)
         with self._lock:
             count = self.store.delete_scope(scope)
+        self.store.erase_freed()
         return {"deleted": count}
 
     def reset(self) -> None:
         """Remove everything from the memory file (schema and model pins stay)."""
         with self._lock:
             self.store.reset()
+        self.store.erase_freed()
+
+    def compact(self) -> dict[str, int]:
+        """Give the file's free pages back to the file system (after deletes), and leave no
+        deleted text in the file or its WAL. Safe to interrupt: the file stays as it was or is
+        compacted whole. Returns `{"bytes_before", "bytes_after", "free_bytes_before"}`."""
+        with self._lock:
+            return self.store.compact()
 
     def chat(self, query: str) -> Any:
         raise NotImplementedError("chat() is not part of the library API; see `offline-mem chat`")

@@ -2,8 +2,8 @@
 
 `violations(db)` lists every broken invariant (empty when the file is sound):
 - SQLite's integrity check and foreign-key check pass;
-- every memory (active or superseded) has exactly one vector row and one keyword_docs row, both in
-  its user's partition, its scope key matches its ids, and its history starts with one ADD row;
+- every memory (active or superseded) has exactly one vector row and one keyword_docs row (in its
+  user's partition), its scope key matches its ids, and its history starts with one ADD row;
 - no orphans: vectors, keyword docs and postings, entity links, provenance, unlinked entities;
 - keyword statistics (df per term, docs and total length per partition, each doc's length) equal
   what the postings and docs imply;
@@ -46,15 +46,11 @@ def _rows(db: Database, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[An
 
 
 def _message_vector_violations(db: Database, found: list[str]) -> None:
-    """Every non-system, non-empty message has exactly one vector and one keyword document, in
-    its user's partition; no other message vector or document exists. (Written with the
+    """Every non-system, non-empty message has exactly one vector and one keyword document (in
+    its user's partition); no other message vector or document exists. (Written with the
     message, so no pending state here.)"""
     messages = _rows(db, "SELECT seq, id, user_id, role, content FROM messages")
-    vectors = Counter()
-    partition_of: dict[int, str] = {}
-    for seq, partition in _rows(db, "SELECT rowid, user_id FROM message_vectors"):
-        vectors[seq] += 1
-        partition_of[seq] = partition
+    vectors = Counter(row[0] for row in _rows(db, "SELECT rowid FROM message_vectors"))
     docs = dict(_rows(db, "SELECT message_seq, partition FROM message_keyword_docs"))
     known = set()
     for seq, mid, user, role, content in messages:
@@ -62,8 +58,6 @@ def _message_vector_violations(db: Database, found: list[str]) -> None:
         wanted = 1 if role != "system" and content.strip() else 0
         if vectors[seq] != wanted:
             found.append(f"message {mid} ({role}): {vectors[seq]} vector rows, expected {wanted}")
-        elif wanted and partition_of[seq] != (user or ""):
-            found.append(f"message {mid}: vector in partition {partition_of[seq]!r}")
         if (seq in docs) != bool(wanted):
             found.append(f"message {mid} ({role}): keyword doc {seq in docs}, expected {wanted}")
         elif wanted and docs[seq] != (user or ""):
@@ -114,11 +108,7 @@ def violations(db: Database) -> list[str]:
 
     memories = _rows(db, "SELECT rowid, id, user_id, agent_id, run_id, scope, state FROM memories")
     by_rowid = {row[0]: row for row in memories}
-    vectors = Counter()
-    vector_partition: dict[int, str] = {}
-    for rowid, partition in _rows(db, "SELECT rowid, user_id FROM memory_vectors"):
-        vectors[rowid] += 1
-        vector_partition[rowid] = partition
+    vectors = Counter(row[0] for row in _rows(db, "SELECT rowid FROM memory_vectors"))
     docs = {
         r[0]: r[1:] for r in _rows(db, "SELECT memory_rowid, partition, length FROM keyword_docs")
     }
@@ -138,8 +128,6 @@ def violations(db: Database) -> list[str]:
             found.append(f"memory {mid}: scope key {scope!r} does not match its ids")
         if vectors[rowid] != 1:
             found.append(f"memory {mid}: {vectors[rowid]} vector rows")
-        elif vector_partition[rowid] != partition:
-            found.append(f"memory {mid}: vector in partition {vector_partition[rowid]!r}")
         if rowid not in docs:
             found.append(f"memory {mid}: no keyword_docs row")
         elif docs[rowid][0] != partition:
@@ -307,13 +295,24 @@ class LogicalState:
     memories: dict[str, dict[str, Any]] = field(default_factory=dict)
     history: dict[str, list[str]] = field(default_factory=dict)
     messages: Counter[tuple[Any, ...]] = field(default_factory=Counter)
+    # a raw memory's source message: deleting the memory deletes that message too (not part
+    # of the comparison)
+    verbatim_source: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def copy(self) -> LogicalState:
         return LogicalState(
             memories={k: dict(v) for k, v in self.memories.items()},
             history={k: list(v) for k, v in self.history.items()},
             messages=Counter(self.messages),
+            verbatim_source=dict(self.verbatim_source),
         )
+
+    def forget_verbatim_source(self, memory_id: str) -> None:
+        key = self.verbatim_source.pop(memory_id, None)
+        if key is not None:
+            self.messages[key] -= 1
+            if self.messages[key] <= 0:
+                del self.messages[key]
 
     def differences(self, other: LogicalState, *, limit: int = 8) -> list[str]:
         out = []
@@ -426,6 +425,10 @@ def _apply_added(state: LogicalState, op: dict[str, Any], result: Any) -> None:
             item["memory"], "active", None, op["scope"], dict(op["metadata"])
         )
         state.history[item["id"]] = ["ADD"]
+        if op["op"] == "add_raw":
+            state.verbatim_source[item["id"]] = message_key(
+                op["scope"], item.get("role", "user"), item["memory"]
+            )
     for item in result["results"]:
         if item["event"] != "SUPERSEDE":
             continue
@@ -524,11 +527,13 @@ def apply_operation(state: LogicalState, op: dict[str, Any], result: Any) -> Non
     elif kind == "delete":
         del state.memories[op["id"]]
         state.history[op["id"]].append("DELETE")
+        state.forget_verbatim_source(op["id"])
     elif kind == "delete_all":
         gone = [mid for mid, view in state.memories.items() if _matches(view, op["scope"])]
         for mid in gone:
             del state.memories[mid]
             state.history[mid].append("DELETE")
+            state.verbatim_source.pop(mid, None)
         keys = ("user_id", "agent_id", "run_id")
         for key in list(state.messages):
             if all(op["scope"].get(k) in (None, v) for k, v in zip(keys, key[:3], strict=True)):

@@ -130,15 +130,18 @@ def test_a_file_from_before_the_index_is_filled_when_opened(tmp_path):
                         "memories_vector_update", "vector_changes_prune"):  # fmt: skip
             db.execute(f"DROP TRIGGER {trigger}")
         db.execute("DROP TABLE vector_changes")
+        db.execute("DROP TABLE message_vector_changes")  # and what migration 008 made
+        db.execute("DROP INDEX messages_user")
         db.execute(
-            "DELETE FROM migrations WHERE name IN ('002_message_vectors', '003_vector_changes')"
+            "DELETE FROM migrations WHERE name IN ('002_message_vectors', '003_vector_changes',"
+            " '008_vectors_by_row')"
         )
         db.execute("DELETE FROM meta WHERE key = 'message_vectors'")
         db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     db.close()
     reopened = open_memory(path)
     assert reopened.store.meta()["message_vectors"] == "complete"
-    assert reopened.store.meta()["schema_version"] == str(SCHEMA_VERSION) == "7"
+    assert reopened.store.meta()["schema_version"] == str(SCHEMA_VERSION) == "8"
     assert contents(reopened.search_messages("cello", filters={"user_id": "u1"})) == [
         "I play the cello"
     ]

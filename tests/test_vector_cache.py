@@ -1,10 +1,11 @@
-"""The in-memory vector cache (vector_cache.py) against sqlite-vec itself (issue 5).
+"""The in-memory vector caches (vector_cache.py) against the exact scan in SQL.
 
-A cached partition must give exactly what vec0 gives: the same top-k by cosine under every
-filter, after every kind of write by this connection or another one, after a rolled-back write,
-after the change log was pruned, and whichever reader loaded it. Each test compares a Memory
-whose cache holds every partition (min_rows=1) with a second Memory on the same file and no
-cache. The embedder gives each text a random unit vector, so no two scores tie.
+A cached partition must give exactly what sqlite-vec's distance over the rows gives: the same
+top-k by cosine under every filter, after every kind of write by this connection or another
+one, after a rolled-back write and after the change log was pruned, for memories' and messages'
+vectors alike. Each test compares a Memory whose caches hold every partition (min_rows=1) with a
+second Memory on the same file and no cache. The embedder gives each text a random unit vector,
+so no two scores tie.
 """
 
 from __future__ import annotations
@@ -19,7 +20,12 @@ import pytest
 from offline_mem import Memory
 from offline_mem.pinned.embedder import Embedder
 from offline_mem.store.filters import compile_filters
-from offline_mem.store.vector_cache import VectorCache, read_partition_plain, read_partition_shadow
+from offline_mem.store.vector_cache import (
+    MEMORY_VECTORS,
+    MESSAGE_VECTORS,
+    VectorCache,
+    read_partition,
+)
 from offline_mem.values import EmbedderIdentity
 
 DIM = 48
@@ -47,6 +53,9 @@ def open_memory(path: str, *, cached: bool) -> Memory:
     )
     if cached:
         memory.store.vector_cache = VectorCache(memory.store.db, min_rows=1)
+        memory.store.message_vector_cache = VectorCache(
+            memory.store.db, MESSAGE_VECTORS, min_rows=1
+        )
     return memory
 
 
@@ -110,10 +119,11 @@ FILTERS = [
 
 
 @pytest.mark.parametrize("filters", FILTERS, ids=range(len(FILTERS)))
-def test_cached_knn_is_vec0s_knn(pair, filters) -> None:
+def test_cached_knn_is_the_exact_scan(pair, filters) -> None:
     cached, plain = pair
     assert_same(cached, plain, filters)
     assert cached.store.vector_cache.rows("u1") is not None  # the cache did answer
+    assert cached.store.message_vector_cache.rows("u1") is not None
 
 
 def test_the_narrow_filter_reaches_the_second_pass(pair) -> None:
@@ -148,7 +158,7 @@ def test_writes_of_both_connections_are_followed_without_reloading(pair) -> None
     assert rows is not None and len(rows) == 305 - 2 + 30
 
 
-def test_superseded_and_expired_memories_stay_out_as_in_vec0(pair) -> None:
+def test_superseded_and_expired_memories_stay_out_as_in_the_scan(pair) -> None:
     cached, plain = pair
     ids = [m["id"] for m in cached.get_all(filters={"user_id": "u1"}, top_k=400)["results"]]
     for memory_id in ids[:40]:
@@ -169,7 +179,7 @@ def test_a_rolled_back_write_is_never_learnt(pair) -> None:
     with pytest.raises(RuntimeError), db.atomic():
         db.execute("UPDATE memories SET text = 'changed' WHERE rowid = ?", (rowid,))
         db.execute("UPDATE memory_vectors SET embedding = ? WHERE rowid = ?", (other, rowid))
-        # a search inside the transaction would see the uncommitted change: vec0 answers it
+        # a search inside the transaction would see the uncommitted change: SQL answers it
         assert cached.store.vector_cache.top("u1", np.ones(DIM), 5) is None
         raise RuntimeError("fail the write")
     assert_same(cached, plain, {"user_id": "u1"})
@@ -204,28 +214,37 @@ def test_the_change_log_follows_vector_changes_only(pair) -> None:
     assert [p for (p,) in logged] == ["u2", "u2", "u2"]  # update: old and new side; delete
 
 
-def test_both_readers_read_the_same_rows_as_vec0(pair) -> None:
+def test_the_reader_reads_each_partitions_rows(pair) -> None:
     cached, _ = pair
     db = cached.store.db
     ids = [m["id"] for m in cached.get_all(filters={"user_id": "u1"}, top_k=400)["results"]]
-    for memory_id in ids[::3]:  # holes in the chunks' validity bitmaps
+    for memory_id in ids[::3]:
         cached.delete(memory_id)
-    for partition in ("u1", "u2", "", "nobody"):
-        shadow = read_partition_shadow(db, "memory_vectors", partition)
-        plain = read_partition_plain(db, "memory_vectors", partition)
-        want = dict(db.query("SELECT rowid, embedding FROM memory_vectors WHERE user_id = ?",
-                             (partition,)))  # fmt: skip
-        for rowids, matrix in (shadow, plain):
-            assert sorted(rowids.tolist()) == sorted(want)
-            for rowid, row in zip(rowids.tolist(), matrix, strict=True):
-                assert row.tobytes() == want[rowid]
+    for partition, where in (("u1", "m.user_id = 'u1'"), ("u2", "m.user_id = 'u2'"),
+                             ("", "m.user_id IS NULL"), ("nobody", "0")):  # fmt: skip
+        rowids, matrix = read_partition(db, MEMORY_VECTORS, partition)
+        want = dict(db.query("SELECT v.rowid, v.embedding FROM memory_vectors v JOIN memories m "
+                             f"ON m.rowid = v.rowid WHERE {where}"))  # fmt: skip
+        assert rowids.tolist() == sorted(want)
+        for rowid, row in zip(rowids.tolist(), matrix, strict=True):
+            assert row.tobytes() == want[rowid]
 
 
-def test_the_plain_reader_serves_when_the_layout_is_unknown(pair) -> None:
+def test_message_vectors_are_followed_through_their_log(pair) -> None:
     cached, plain = pair
-    cached.store.vector_cache._shadow_layout = False
     assert_same(cached, plain, {"user_id": "u1"})
-    assert cached.store.vector_cache.loads == 1
+    cache = cached.store.message_vector_cache
+    loads = cache.loads
+    messages = cached.search_messages("topic 3", filters={"user_id": "u1"}, top_k=3)["results"]
+    cached.delete(messages[0]["id"])  # a message by its id
+    raw = cached.get_all(filters={"user_id": "u1"}, top_k=5)["results"]
+    plain.delete(raw[0]["id"])  # a raw memory: its verbatim source message goes too
+    fill(plain, "u1", 7, start=4000)
+    assert_same(cached, plain, {"user_id": "u1"})
+    assert cache.loads == loads
+    held = cache.rows("u1")
+    stored = cached.store.db.query_one("SELECT count(*) FROM messages WHERE user_id = 'u1'")[0]
+    assert held is not None and len(held) == stored == 305 - 2 + 7
 
 
 def test_a_small_budget_holds_the_most_recent_partition(pair) -> None:
@@ -237,11 +256,11 @@ def test_a_small_budget_holds_the_most_recent_partition(pair) -> None:
     assert cache.rows("u2") is not None and list(cache._held) == ["u2"]
     tiny = VectorCache(cached.store.db, min_rows=1, budget_mb=0.001)
     cached.store.vector_cache = tiny
-    assert_same(cached, plain, {"user_id": "u1"})  # too large for it: vec0 answers
+    assert_same(cached, plain, {"user_id": "u1"})  # too large for it: SQL answers
     assert tiny.rows("u1") is None and tiny.loads == 1
 
 
-def test_small_partitions_are_left_to_vec0(pair) -> None:
+def test_small_partitions_are_left_to_the_scan(pair) -> None:
     cached, plain = pair
     cached.store.vector_cache = VectorCache(cached.store.db, min_rows=100)
     assert_same(cached, plain, {"user_id": "u2"})  # 40 rows

@@ -1,4 +1,5 @@
-"""`offline-mem stats | flush | export | import | verify | backup`: the memory file as a whole."""
+"""`offline-mem stats | flush | export | import | verify | backup | compact`: the memory file as a
+whole."""
 
 from __future__ import annotations
 
@@ -84,6 +85,7 @@ def collect_stats(path: str) -> dict[str, Any]:
                 for t in ("memories", "messages", "history", "entities")
             }
             jobs = _job_stats(db)
+        usage = db.usage()
     finally:
         db.close()
     names = _model_names()
@@ -106,6 +108,7 @@ def collect_stats(path: str) -> dict[str, Any]:
             for sha, prompt, n in extractors
         ],
         "counts": counts,
+        "space": usage,
         "scopes": scopes,
         "jobs": jobs,
     }
@@ -137,10 +140,14 @@ def stats(state: CliState) -> None:
     if state.json:
         echo_json(result)
         return
-    e = result["embedder"]
+    e, space = result["embedder"], result["space"]
     click.echo(
         f"file: {result['path']} ({human_size(result['file_size'])}, "
         f"schema {result['schema_version']})"
+    )
+    click.echo(
+        f"space: {human_size(space['used_bytes'])} used, {human_size(space['free_bytes'])} free"
+        f" (offline-mem compact gives it back), WAL {human_size(space['wal_bytes'])}"
     )
     click.echo(f"embedder: {e['name']} ({e['dimension']} dims, sha256 {e['sha256']})")
     for x in result["extractors"]:
@@ -299,7 +306,26 @@ def backup(state: CliState, dest: Path) -> None:
         click.echo(f"backed up to {dest} ({human_size(dest.stat().st_size)})")
 
 
-COMMANDS = [stats, flush, export, import_, verify, backup]
+@click.command("compact")
+@pass_state
+def compact(state: CliState) -> None:
+    """Give free pages back to the file system and leave no deleted text in the file or its WAL
+    (SQLite's VACUUM: safe to interrupt). Other processes may keep reading meanwhile."""
+    db = open_existing(db_path(state))
+    try:
+        result = db.compact()
+    finally:
+        db.close()
+    if state.json:
+        echo_json(result)
+    else:
+        click.echo(
+            f"compacted {db_path(state)}: {human_size(result['bytes_before'])} -> "
+            f"{human_size(result['bytes_after'])}"
+        )
+
+
+COMMANDS = [stats, flush, export, import_, verify, backup, compact]
 
 
 def register(group: click.Group) -> None:

@@ -41,6 +41,9 @@ def _is_corruption(exc: BaseException) -> bool:
     return "not a database" in text or "malformed" in text or "corrupt" in text
 
 
+# A new file's page size: five 1,536-byte vectors fit an 8 KiB page, two a 4 KiB one (1,638
+# against 2,048 bytes per vector; docs/storage.md). A file keeps the size it was made with.
+PAGE_SIZE = 8192
 MIN_DATABASE_BYTES = 512  # SQLite's smallest page: a shorter non-empty file is a damaged one
 
 
@@ -121,11 +124,15 @@ class Database:
                 # application's database rather than adding our tables to it.
                 _refuse_foreign(conn, path)
                 if not self._memory:
+                    if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
+                        conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
                     conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(
                 "PRAGMA synchronous = NORMAL" if self._memory else "PRAGMA synchronous = FULL"
             )
             conn.execute("PRAGMA foreign_keys = ON")
+            # Deleted text is overwritten with zeros, not left in free space (docs/storage.md).
+            conn.execute("PRAGMA secure_delete = ON")
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except CorruptFileError:
             conn.close()
@@ -289,9 +296,72 @@ class Database:
         self._depth -= 1
         self.execute(f"RELEASE {name}")
 
+    # -- giving space back ---------------------------------------------------------------------
+
+    def checkpoint(self, *, wait: bool = True) -> bool:
+        """Copy the WAL into the file and truncate it to zero bytes, so no old page image (and
+        no deleted text in one) stays in it; False when a reader's snapshot or another process's
+        write kept some frames, or the checkpoint failed. With `wait=False` it gives up at once
+        instead of waiting the busy timeout for them (a delete must not stall behind a long
+        reader). Maintenance after a commit: no tracer sees it, and it never raises."""
+        if self._memory:
+            return True
+        self._refuse_in_transaction("a checkpoint")
+        with self._serial, self._write_lock:
+            conn = self.conn
+            try:
+                if not wait:
+                    conn.execute("PRAGMA busy_timeout = 0")
+                row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except self.driver.Error:
+                return False
+            finally:
+                if not wait:
+                    conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+        return row is not None and int(row[0]) == 0
+
+    def vacuum(self) -> None:
+        """Rebuild the file without its free pages (SQLite's VACUUM: one transaction, so a kill
+        during it leaves the file as it was). Other threads' writes wait; readers go on."""
+        self._refuse_in_transaction("compact")
+        with self._serial, self._write_lock:
+            self.execute("VACUUM")
+
+    def _refuse_in_transaction(self, what: str) -> None:
+        if self._depth:  # and this thread holds `_write_lock` or a read snapshot
+            raise StoreError(f"{what} cannot run inside a transaction")
+
+    def compact(self) -> dict[str, int]:
+        """Checkpoint, VACUUM, checkpoint: the file's bytes (data, free pages and WAL together)
+        before and after, and its free bytes before."""
+        self._refuse_in_transaction("compact")
+        before = self.usage()
+        self.checkpoint()
+        self.vacuum()
+        self.checkpoint()
+        after = self.usage()
+        return {"bytes_before": sum(before.values()), "bytes_after": sum(after.values()),
+                "free_bytes_before": before["free_bytes"]}  # fmt: skip
+
+    def usage(self) -> dict[str, int]:
+        """Bytes of the file in pages holding data, in free pages, and of the WAL."""
+        page_size = int(self.query_one("PRAGMA page_size")[0])
+        pages = int(self.query_one("PRAGMA page_count")[0])
+        free = int(self.query_one("PRAGMA freelist_count")[0])
+        wal = 0
+        if not self._memory and os.path.isfile(self.path + "-wal"):
+            wal = os.path.getsize(self.path + "-wal")
+        return {"used_bytes": (pages - free) * page_size, "free_bytes": free * page_size,
+                "wal_bytes": wal}  # fmt: skip
+
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether this thread is inside `atomic()` or `snapshot()`."""
+        return bool(self._depth)
 
     @property
     def in_write(self) -> bool:

@@ -87,8 +87,8 @@ def _memories(c: _Checker) -> dict[int, tuple[str, str]]:
 def _vectors(c: _Checker) -> None:
     memories = _memories(c)
     vectors = {
-        int(rowid): (user, blob)
-        for rowid, user, blob in c.db.query("SELECT rowid, user_id, embedding FROM memory_vectors")
+        int(rowid): blob
+        for rowid, blob in c.db.query("SELECT rowid, embedding FROM memory_vectors")
     }
     details = [
         f"memory {mid} has no vector row (memory_vectors)"
@@ -100,12 +100,10 @@ def _vectors(c: _Checker) -> None:
         for rowid in vectors
         if rowid not in memories
     ]
-    for rowid, (user, blob) in vectors.items():
+    for rowid, blob in vectors.items():
         if rowid not in memories:
             continue
-        mid, partition = memories[rowid]
-        if user != partition:
-            details.append(f"memory {mid}'s vector is in partition {user!r}, not {partition!r}")
+        mid, _ = memories[rowid]
         norm = float(np.linalg.norm(np.frombuffer(bytes(blob), dtype=np.float32)))
         if abs(norm - 1.0) > 1e-3:
             details.append(f"memory {mid}'s vector has length {norm:.4f}, not 1")
@@ -125,17 +123,15 @@ def _message_vectors(c: _Checker) -> None:
     }
     details = []
     seen = set()
-    for seq, user, blob in c.db.query("SELECT rowid, user_id, embedding FROM message_vectors"):
+    for seq, blob in c.db.query("SELECT rowid, embedding FROM message_vectors"):
         seq = int(seq)
         seen.add(seq)
         if seq not in messages:
             details.append(f"message vector row {seq} belongs to no message (orphan)")
             continue
-        mid, partition, indexed = messages[seq]
+        mid, _, indexed = messages[seq]
         if not indexed:
             details.append(f"message {mid} is a system or empty message but has a vector")
-        if user != partition:
-            details.append(f"message {mid}'s vector is in partition {user!r}, not {partition!r}")
         norm = float(np.linalg.norm(np.frombuffer(bytes(blob), dtype=np.float32)))
         if abs(norm - 1.0) > 1e-3:
             details.append(f"message {mid}'s vector has length {norm:.4f}, not 1")

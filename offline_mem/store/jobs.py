@@ -193,6 +193,25 @@ class JobQueue:
             )  # fmt: skip
         return state
 
+    def forget_job_results(self, memory: Any) -> None:
+        """Inside a delete's transaction: the deleted memory's text leaves the results of the
+        scope's done jobs (its id and event stay)."""
+        rows = self.db.query(
+            "SELECT seq, results FROM jobs WHERE scope = ? AND results LIKE ?",
+            (memory.scope.key, f"%{memory.id}%"),
+        )
+        for seq, text in rows:
+            results = json.loads(text)
+            for item in results:
+                if isinstance(item, dict) and item.get("id") == memory.id:
+                    for key in ("memory", "old_memory", "previous_memory"):
+                        if key in item:
+                            item[key] = None
+            self.db.execute(
+                "UPDATE jobs SET results = ? WHERE seq = ?",
+                (json.dumps(results, ensure_ascii=False), seq),
+            )
+
     def delete_jobs(self, scope: Scope | None) -> None:
         """Inside a delete_all's (or reset's, with None) transaction: the scope's jobs go with
         its messages; a worker running one of them finds its claim gone and commits nothing."""

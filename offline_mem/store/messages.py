@@ -1,10 +1,10 @@
 """The message index: every non-system message's vector and keyword terms, so the text behind
 the facts stays retrievable (`Memory.search`, `Memory.search_messages`).
 
-A mixin of `Store` (it uses `self.db`). Vectors live in `message_vectors` (rowid = messages.seq,
-partitioned by user_id as the memories' are), keyword rows in the messages' own BM25 index
-(keyword_index.MESSAGE_KEYWORDS); both are written in the same transaction as their message.
-Files created before the index existed are filled by `Memory` when it opens
+A mixin of `Store` (it uses `self.db`). Vectors live in `message_vectors` (rowid = messages.seq;
+a large user's are held in memory by `message_vector_cache`), keyword rows in the messages' own
+BM25 index (keyword_index.MESSAGE_KEYWORDS); both are written in the same transaction as their
+message. Files created before the index existed are filled by `Memory` when it opens
 (`pending_message_batches` / `index_messages`), tracked by meta `message_vectors`.
 """
 
@@ -22,6 +22,7 @@ from .db import Database
 from .keyword_index import MESSAGE_KEYWORDS
 from .records import MessageRecord
 from .signals import filtered_knn, point_similarities, scope_match, vector_blob
+from .vector_cache import MESSAGE_VECTORS, VectorCache
 
 INDEX_STATE_KEY = "message_vectors"  # meta key: "complete" or "pending"
 
@@ -83,6 +84,7 @@ def message_item(
 
 class MessageIndex:
     db: Database
+    message_vector_cache: VectorCache | None
 
     def find_message(self, message_id: str) -> StoredMessage | None:
         columns = ", ".join(f"msg.{c.strip()}" for c in MessageRecord.COLUMNS.split(","))
@@ -119,8 +121,8 @@ class MessageIndex:
     def insert_message_vector(self, seq: int, user_id: str | None, vector: np.ndarray) -> None:
         """Call inside the transaction that inserts the message."""
         self.db.execute(
-            "INSERT INTO message_vectors (rowid, user_id, embedding) VALUES (?, ?, ?)",
-            (seq, keyword_index.partition_of(user_id), vector_blob(vector)),
+            "INSERT INTO message_vectors (rowid, embedding) VALUES (?, ?)",
+            (seq, vector_blob(vector)),
         )
 
     def insert_message_terms(self, seq: int, user_id: str | None, terms: Sequence[str]) -> None:
@@ -130,8 +132,7 @@ class MessageIndex:
         )
 
     def delete_message_index(self, seqs: Sequence[int]) -> None:
-        """The messages' vectors and keyword rows. Point deletes: `rowid IN (...)` on a vec0
-        table scans every partition."""
+        """The messages' vectors and keyword rows."""
         self.db.executemany("DELETE FROM message_vectors WHERE rowid = ?", [(s,) for s in seqs])
         for seq in seqs:
             keyword_index.unindex(self.db, seq, MESSAGE_KEYWORDS)
@@ -202,9 +203,10 @@ class MessageIndex:
         `filtered_knn`; agent and run ids are the condition)."""
         where, params = scope_match(scope, "")
         return filtered_knn(
-            self.db, "message_vectors", vector, k=k, user_id=scope.user_id,
+            self.db, MESSAGE_VECTORS, vector, k=k, user_id=scope.user_id,
             passing=lambda seqs: self._messages_in_scope(seqs, where, params),
             allowed_sql=f"SELECT seq FROM messages WHERE {where}", allowed_params=params,
+            cache=self.message_vector_cache,
         )  # fmt: skip
 
     def message_keyword_stats(self, terms: Sequence[str], scope: Scope) -> keyword_index.QueryStats:
@@ -231,7 +233,7 @@ class MessageIndex:
         )  # fmt: skip
 
     def message_similarities(self, vector: np.ndarray, seqs: Sequence[int]) -> dict[int, float]:
-        """Cosine similarity of the query to the given messages' vectors (point lookups)."""
+        """Cosine similarity of the query to the given messages' vectors."""
         return point_similarities(self.db, "message_vectors", vector, seqs)
 
     def _messages_in_scope(self, seqs: Sequence[int], where: str, params: list[str]) -> set[int]:

@@ -18,9 +18,9 @@ from ..values import SCOPE_KEYS, Scope
 from . import keyword_index
 from .db import Database
 from .filters import CompiledFilter
-from .vector_cache import VectorCache
+from .vector_cache import MEMORY_VECTORS, VectorCache, VectorTable
 
-MAX_KNN = 4096  # sqlite-vec's largest k
+POINT_CHUNK = 500  # rowids per `IN (...)` lookup, well under SQLite's variable limit
 ENTITY_CHUNK = 64  # linked memories checked for visibility per primary-key read
 
 
@@ -52,20 +52,22 @@ def point_similarities(
     db: Database, table: str, vector: np.ndarray, rowids: Sequence[int]
 ) -> dict[int, float]:
     """Cosine similarity of `vector` (unit length) to the stored vectors of the given rows of a
-    vec0 `table`, one point lookup each (`rowid IN (...)` on a vec0 table scans every partition);
-    rows without a vector are left out."""
+    vector `table`; rows without a vector are left out."""
     query = np.asarray(vector, dtype=np.float32)
     found: dict[int, float] = {}
-    for rowid in rowids:
-        row = db.query_one(f"SELECT embedding FROM {table} WHERE rowid = ?", (rowid,))
-        if row is not None:
-            found[int(rowid)] = float(np.frombuffer(row[0], dtype=np.float32) @ query)
+    for start in range(0, len(rowids), POINT_CHUNK):
+        chunk = [int(r) for r in rowids[start : start + POINT_CHUNK]]
+        marks = ", ".join("?" for _ in chunk)
+        for rowid, blob in db.query(
+            f"SELECT rowid, embedding FROM {table} WHERE rowid IN ({marks})", chunk
+        ):
+            found[int(rowid)] = float(np.frombuffer(blob, dtype=np.float32) @ query)
     return found
 
 
 def filtered_knn(
     db: Database,
-    table: str,
+    table: VectorTable,
     vector: np.ndarray,
     *,
     k: int,
@@ -75,18 +77,14 @@ def filtered_knn(
     allowed_params: Sequence[Any],
     cache: VectorCache | None = None,
 ) -> dict[int, float]:
-    """Exact top-k by cosine over a vec0 `table` partitioned by user_id, among the rows that
-    pass a condition: rowid -> similarity. With a user_id the KNN first runs over that user's
-    partition alone and keeps the hits `passing` accepts; when that leaves fewer than k while
-    the partition holds more, it runs again with the condition inside (`rowid IN
-    (allowed_sql)`), which is exact for any filter but costs more (measured: 16 ms vs 362 ms
-    for a 10k scope in a 1M file). A partition the `cache` holds is answered from memory the
-    same way (see vector_cache.py)."""
-    k = min(k, MAX_KNN)
-    blob = vector_blob(vector)
-    fetch = min(MAX_KNN, max(2 * k, k + 32))
+    """Exact top-k by cosine over a vector `table`, among the owner rows `allowed_sql` selects
+    (it must select the owner keys): rowid -> similarity. A user's partition that the `cache`
+    holds is answered from memory: its best rows that `passing` accepts, or, when a narrow
+    filter leaves fewer than k of them, the best among the rows the filter selects. Otherwise
+    sqlite-vec's distance runs over exactly the selected rows in SQL."""
     if user_id is not None and cache is not None:
         partition = keyword_index.partition_of(user_id)
+        fetch = max(2 * k, k + 32)
         cached = cache.top(partition, vector, fetch)
         if cached is not None:
             allowed = passing([rowid for rowid, _ in cached])
@@ -97,24 +95,10 @@ def filtered_knn(
             among = cache.top_among(partition, vector, k, [int(r[0]) for r in rows])
             if among is not None:
                 return dict(among)
-    if user_id is not None:
-        hits = db.query(
-            f"SELECT rowid, distance FROM {table}"
-            " WHERE embedding MATCH ? AND k = ? AND user_id = ? ORDER BY distance",
-            (blob, fetch, keyword_index.partition_of(user_id)),
-        )
-        allowed = passing([int(rowid) for rowid, _ in hits])
-        kept = [(int(rowid), d) for rowid, d in hits if int(rowid) in allowed]
-        if len(kept) >= k or len(hits) < fetch:  # enough, or the partition is exhausted
-            return {rowid: 1.0 - float(d) for rowid, d in kept[:k]}
-    partition_sql, partition_params = "", []
-    if user_id is not None:
-        partition_sql, partition_params = " AND v.user_id = ?", [user_id]
     hits = db.query(
-        f"SELECT v.rowid, v.distance FROM {table} v"
-        f" WHERE v.embedding MATCH ? AND k = ?{partition_sql}"
-        f" AND v.rowid IN ({allowed_sql}) ORDER BY v.distance",
-        (blob, k, *partition_params, *allowed_params),
+        f"SELECT v.rowid, vec_distance_cosine(v.embedding, ?) AS d FROM {table.vectors} v"
+        f" WHERE v.rowid IN ({allowed_sql}) ORDER BY d, v.rowid LIMIT ?",
+        (vector_blob(vector), *allowed_params, int(k)),
     )
     return {int(rowid): 1.0 - float(d) for rowid, d in hits}
 
@@ -158,7 +142,7 @@ class SearchSignals:
         filtered afterwards (see `filtered_knn`). Returns rowid -> cosine similarity."""
         sql, params = condition
         return filtered_knn(
-            self.db, "memory_vectors", vector, k=k, user_id=where.scope.user_id,
+            self.db, MEMORY_VECTORS, vector, k=k, user_id=where.scope.user_id,
             passing=lambda rowids: self._passing(rowids, condition),
             allowed_sql=f"SELECT m.rowid FROM memories m WHERE {sql}", allowed_params=params,
             cache=self.vector_cache,
@@ -180,8 +164,7 @@ class SearchSignals:
         self, vector: np.ndarray, rowids: Sequence[int], *, user_id: str | None = None
     ) -> dict[int, float]:
         """Cosine similarity of the query to the given memories' stored vectors: from the cache
-        when it holds the user's partition, else one point lookup per rowid (`rowid IN (...)`
-        on the vec0 table scans every partition)."""
+        when it holds the user's partition, else by primary key."""
         query = np.asarray(vector, dtype=np.float32)
         found: dict[int, float] = {}
         if user_id is not None and self.vector_cache is not None:

@@ -44,8 +44,18 @@ class Store(StoreReads, SearchSignals, MessageIndex, JobQueue):
     ) -> None:
         self.db = db
         self.embedder = embedder
-        self.vector_cache = (
-            vector_cache.VectorCache(db, budget_mb=vector_cache_mb) if vector_cache_mb > 0 else None
+        # The budget is shared: half for memories' vectors, half for messages'.
+        self.vector_cache, self.message_vector_cache = (
+            (
+                vector_cache.VectorCache(
+                    db, vector_cache.MEMORY_VECTORS, budget_mb=vector_cache_mb / 2
+                ),
+                vector_cache.VectorCache(
+                    db, vector_cache.MESSAGE_VECTORS, budget_mb=vector_cache_mb / 2
+                ),
+            )
+            if vector_cache_mb > 0
+            else (None, None)
         )
 
     @classmethod
@@ -200,8 +210,8 @@ class Store(StoreReads, SearchSignals, MessageIndex, JobQueue):
         self, rowid: int, user_id: str | None, vector: np.ndarray, terms: Sequence[str]
     ) -> None:
         self.db.execute(
-            "INSERT INTO memory_vectors (rowid, user_id, embedding) VALUES (?, ?, ?)",
-            (rowid, keyword_index.partition_of(user_id), vector_blob(vector)),
+            "INSERT INTO memory_vectors (rowid, embedding) VALUES (?, ?)",
+            (rowid, vector_blob(vector)),
         )
         keyword_index.index_terms(self.db, rowid, keyword_index.partition_of(user_id), terms)
 
@@ -315,14 +325,47 @@ class Store(StoreReads, SearchSignals, MessageIndex, JobQueue):
             self._delete_rows([current], stamp)
 
     def _delete_rows(self, records: Sequence[MemoryRecord], stamp: str) -> None:
+        """Delete memories and every copy of their text: vectors, keyword and entity rows go,
+        their history rows keep ids, events and dates but lose the texts, a done job's results
+        lose them too, and the messages it was stored from as given (a raw add) go when no
+        other memory cites them. With secure_delete on, SQLite zeroes the freed bytes."""
         for record in records:
-            self._history(record.id, record.text, None, "DELETE", stamp, record.actor_id,
+            verbatim = self._verbatim_sources(record)
+            self.db.execute(
+                "UPDATE history SET old_memory = NULL, new_memory = NULL WHERE memory_id = ?",
+                (record.id,),
+            )
+            self._history(record.id, None, None, "DELETE", stamp, record.actor_id,
                           record.role, is_deleted=True)  # fmt: skip
             self.db.execute("DELETE FROM memory_vectors WHERE rowid = ?", (record.rowid,))
             keyword_index.unindex(self.db, record.rowid)
             # entity_links and provenance go with the row (ON DELETE CASCADE)
             self.db.execute("DELETE FROM memories WHERE rowid = ?", (record.rowid,))
+            self.forget_job_results(record)
+            self._delete_messages(verbatim)
         self._drop_unlinked_entities()
+
+    def _verbatim_sources(self, record: MemoryRecord) -> list[int]:
+        """The source messages that hold the memory's text: all of them for a memory stored as
+        given (a raw add, whatever its text became since), those with the same content for an
+        extracted one; a message another memory cites stays."""
+        rows = self.db.query(
+            "SELECT msg.seq FROM provenance p JOIN messages msg ON msg.seq = p.message_seq "
+            "JOIN memories m ON m.rowid = p.memory_rowid "
+            "WHERE p.memory_rowid = ? AND (m.extractor_sha256 IS NULL OR msg.content = m.text) "
+            "AND NOT EXISTS (SELECT 1 FROM provenance o WHERE o.message_seq = msg.seq "
+            "AND o.memory_rowid != p.memory_rowid)",
+            (record.rowid,),
+        )
+        return [int(row[0]) for row in rows]
+
+    def _delete_messages(self, seqs: Sequence[int]) -> None:
+        if not seqs:
+            return
+        self.delete_message_index(seqs)
+        for seq in seqs:
+            self.db.execute("DELETE FROM provenance WHERE message_seq = ?", (seq,))
+            self.db.execute("DELETE FROM messages WHERE seq = ?", (seq,))
 
     def _drop_unlinked_entities(self) -> None:
         self.db.execute(
@@ -362,6 +405,23 @@ class Store(StoreReads, SearchSignals, MessageIndex, JobQueue):
                           "memories", "messages", "history"):  # fmt: skip
                 self.db.execute(f"DELETE FROM {table}")
             self.delete_jobs(None)
+
+    # -- space -------------------------------------------------------------------------------
+
+    def usage(self) -> dict[str, int]:
+        return self.db.usage()
+
+    def erase_freed(self) -> bool:
+        """After a delete: checkpoint the WAL and truncate it, so the page images written before
+        the delete (which hold the deleted text) leave the disk; False when a reader's open
+        snapshot kept the WAL, or when called inside a transaction (the next compact or
+        checkpoint finishes it)."""
+        if self.db.in_transaction:
+            return False
+        return self.db.checkpoint(wait=False)
+
+    def compact(self) -> dict[str, int]:
+        return self.db.compact()
 
 
 def _pin_embedder(db: Database, embedder: EmbedderIdentity) -> None:

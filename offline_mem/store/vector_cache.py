@@ -1,20 +1,17 @@
 """An in-memory copy of large vector partitions, for exact KNN by one matrix product.
 
-Why: sqlite-vec's KNN is a brute-force scan whose per-row cost made a 100k-memory scope take
-~73 ms per query on a 2-core laptop; numpy does the same 100k x 384 product in ~8 ms. The file
-stays the only source of truth: the cache holds a partition's vectors (rowid -> float32 row,
-normalised so a dot product is vec0's cosine similarity) and is kept in step through
-`vector_changes`, a log that triggers on `memories` write in the same transaction as every
-vector change (migration 003). Before each use the cache reads the log entries after the last
-one it applied and re-reads just those rows, so writes from this or any other process are seen,
-and a rolled-back write never is (see `_usable`).
+Why: an exact scan in SQL (sqlite-vec's `vec_distance_cosine` over a scope's rows) costs about
+a microsecond per row, so a 100k-row scope would take ~100 ms per query; numpy does the same
+100k x 384 product in ~8 ms. The file stays the only source of truth: the cache holds a
+partition's vectors (owner rowid -> float32 row, normalised so a dot product is the cosine
+similarity) and is kept in step through a change log that triggers write in the same
+transaction as every vector change (migrations 003 and 008). Before each use the cache reads the
+log entries after the last one it applied and re-reads just those rows, so writes from this or
+any other process are seen, and a rolled-back write never is (see `_usable`).
 
-Loading reads sqlite-vec's shadow tables (`<table>_chunks`, `<table>_vector_chunks00`) straight
-away, ~10x faster than `SELECT ... FROM <table>`; their layout is checked first and the plain
-scan is the fallback. Tests compare both readers and the cached KNN with vec0's own answers.
-
-Only partitions of at least `min_rows` rows are held (vec0 is already fast below that), least
-recently used first out when the byte budget is reached.
+A partition is a user's rows (`user_id`, or those without one): the owner table's index on
+`user_id` finds them. Only partitions of at least `min_rows` rows are held (the SQL scan is
+already fast below that), least recently used first out when the byte budget is reached.
 """
 
 from __future__ import annotations
@@ -28,14 +25,36 @@ import numpy as np
 
 from .db import Database
 
-CHANGE_LOG = "vector_changes"
 DEFAULT_BUDGET_MB = 512
 DEFAULT_MIN_ROWS = 2_000
 # Past this many changed rows since the last use, one reload is cheaper than row lookups.
 RELOAD_AFTER_CHANGES = 2_000
 
-_CHUNK_COLUMNS = {"chunk_id", "size", "sequence_id", "partition00", "validity", "rowids"}
-_VECTOR_CHUNK_COLUMNS = {"rowid", "vectors"}
+
+@dataclass(frozen=True)
+class VectorTable:
+    """A table of vectors (rowid = its owner's key, one float32 BLOB each), the table of the
+    rows that own them (they carry the scope) and the log of which owners' vectors changed."""
+
+    vectors: str
+    owner: str
+    owner_key: str
+    changes: str
+    changes_key: str
+
+    def partition_clause(self, partition: str, alias: str = "o") -> tuple[str, list[str]]:
+        """The owner rows of a partition, through the owner's user_id index."""
+        if partition == "":
+            return f"{alias}.user_id IS NULL", []
+        return f"{alias}.user_id = ?", [partition]
+
+
+MEMORY_VECTORS = VectorTable(
+    "memory_vectors", "memories", "rowid", "vector_changes", "memory_rowid"
+)
+MESSAGE_VECTORS = VectorTable(
+    "message_vectors", "messages", "seq", "message_vector_changes", "message_seq"
+)
 
 
 @dataclass
@@ -108,13 +127,13 @@ def _unit(vector: np.ndarray) -> np.ndarray:
 
 
 class VectorCache:
-    """Partitions of one vec0 `table` (rowid = memories.rowid) held in memory while they are
-    large enough and fit in `budget_mb`. Thread-safe; one per connection."""
+    """Partitions of one vector `table` held in memory while they are large enough and fit in
+    `budget_mb`. Thread-safe; one per connection."""
 
     def __init__(
         self,
         db: Database,
-        table: str = "memory_vectors",
+        table: VectorTable = MEMORY_VECTORS,
         *,
         budget_mb: float = DEFAULT_BUDGET_MB,
         min_rows: int = DEFAULT_MIN_ROWS,
@@ -127,7 +146,6 @@ class VectorCache:
         self._too_large: set[str] = set()  # larger than the whole budget: never held
         self._lock = threading.Lock()
         self.loads = 0  # full loads so far (for tests and benchmarks)
-        self._shadow_layout = self._has_known_shadow_layout()
 
     # -- queries ------------------------------------------------------------------------------
 
@@ -213,8 +231,9 @@ class VectorCache:
         return loaded
 
     def _log_bounds(self) -> tuple[int, int]:
+        log = self.table.changes
         row = self.db.query_one(
-            f"SELECT (SELECT max(seq) FROM {CHANGE_LOG}), (SELECT min(seq) FROM {CHANGE_LOG})"
+            f"SELECT (SELECT max(seq) FROM {log}), (SELECT min(seq) FROM {log})"
         )
         return int(row[0] or 0), int(row[1] or 0)
 
@@ -223,11 +242,12 @@ class VectorCache:
         load is needed instead (the log was pruned past us, or too much changed)."""
         if oldest > part.last_seq + 1:
             return False
+        t = self.table
         changed = [
             int(row[0])
             for row in self.db.query(
-                f"SELECT DISTINCT memory_rowid FROM {CHANGE_LOG}"
-                " WHERE partition = ? AND seq > ? AND seq <= ?",
+                f"SELECT DISTINCT {t.changes_key} FROM {t.changes}"
+                " WHERE (partition = ? OR partition IS NULL) AND seq > ? AND seq <= ?",
                 (partition, part.last_seq, newest),
             )
         ]
@@ -235,7 +255,9 @@ class VectorCache:
             return False
         for rowid in changed:
             row = self.db.query_one(
-                f"SELECT user_id, embedding FROM {self.table} WHERE rowid = ?", (rowid,)
+                f"SELECT o.user_id, v.embedding FROM {t.owner} o"
+                f" JOIN {t.vectors} v ON v.rowid = o.{t.owner_key} WHERE o.{t.owner_key} = ?",
+                (rowid,),
             )
             if row is None or (row[0] or "") != partition:
                 part.drop(rowid)
@@ -252,66 +274,25 @@ class VectorCache:
 
     # -- reading partitions -------------------------------------------------------------------
 
-    def _has_known_shadow_layout(self) -> bool:
-        """Whether sqlite-vec's shadow tables have the layout this reader knows (0.1.x)."""
-        chunks = {r[1] for r in self.db.query(f"PRAGMA table_info({self.table}_chunks)")}
-        vectors = {r[1] for r in self.db.query(f"PRAGMA table_info({self.table}_vector_chunks00)")}
-        return chunks == _CHUNK_COLUMNS and vectors == _VECTOR_CHUNK_COLUMNS
-
     def _count(self, partition: str) -> int:
-        if self._shadow_layout:
-            rows = self.db.query(
-                f"SELECT size, validity FROM {self.table}_chunks WHERE partition00 = ?",
-                (partition,),
-            )
-            return sum(int(_valid(size, validity).sum()) for size, validity in rows)
-        row = self.db.query_one(
-            f"SELECT count(*) FROM {self.table} WHERE user_id = ?", (partition,)
-        )
+        where, params = self.table.partition_clause(partition)
+        row = self.db.query_one(f"SELECT count(*) FROM {self.table.owner} o WHERE {where}", params)
         return int(row[0])
 
     def _load(self, partition: str, last_seq: int) -> _Partition:
         self.loads += 1
-        rowids, matrix = (
-            read_partition_shadow(self.db, self.table, partition)
-            if self._shadow_layout
-            else read_partition_plain(self.db, self.table, partition)
-        )
+        rowids, matrix = read_partition(self.db, self.table, partition)
         return _Partition.of(rowids, matrix, last_seq)
 
 
-def _valid(size: int, validity: bytes) -> np.ndarray:
-    bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
-    return bits[: int(size)].astype(bool)
-
-
-def read_partition_shadow(
-    db: Database, table: str, partition: str
-) -> tuple[np.ndarray, np.ndarray]:
-    """A partition's (rowids, vectors) from sqlite-vec's chunk tables: each chunk holds `size`
-    slots, a validity bitmap (bit i of byte i//8, least significant first), the slots' int64
-    rowids and their float32 vectors back to back."""
-    ids, blocks = [], []
+def read_partition(db: Database, t: VectorTable, partition: str) -> tuple[np.ndarray, np.ndarray]:
+    """A partition's (owner rowids, vectors), in rowid order."""
+    where, params = t.partition_clause(partition)
     rows = db.query(
-        f"SELECT c.size, c.validity, c.rowids, v.vectors FROM {table}_chunks c"
-        f" JOIN {table}_vector_chunks00 v ON v.rowid = c.chunk_id"
-        " WHERE c.partition00 = ? ORDER BY c.chunk_id",
-        (partition,),
+        f"SELECT o.{t.owner_key}, v.embedding FROM {t.owner} o"
+        f" JOIN {t.vectors} v ON v.rowid = o.{t.owner_key} WHERE {where} ORDER BY o.{t.owner_key}",
+        params,
     )
-    for size, validity, rowids, vectors in rows:
-        valid = _valid(size, validity)
-        slots = np.frombuffer(rowids, dtype=np.int64)[: int(size)]
-        matrix = np.frombuffer(vectors, dtype=np.float32).reshape(int(size), -1)
-        ids.append(slots[valid])
-        blocks.append(matrix[valid])
-    if not ids:
-        return np.zeros(0, np.int64), np.zeros((0, 0), np.float32)
-    return np.concatenate(ids), np.concatenate(blocks)
-
-
-def read_partition_plain(db: Database, table: str, partition: str) -> tuple[np.ndarray, np.ndarray]:
-    """The same through vec0's own scan (slow, layout-independent)."""
-    rows = db.query(f"SELECT rowid, embedding FROM {table} WHERE user_id = ?", (partition,))
     if not rows:
         return np.zeros(0, np.int64), np.zeros((0, 0), np.float32)
     rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))

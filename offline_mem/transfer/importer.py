@@ -199,8 +199,8 @@ def _insert_memory(
         [values[c] for c in MEMORY_COLUMNS],
     ).lastrowid
     db.execute(
-        "INSERT INTO memory_vectors (rowid, user_id, embedding) VALUES (?, ?, ?)",
-        (rowid, row["user_id"] or "", np.asarray(vector, dtype=np.float32).tobytes()),
+        "INSERT INTO memory_vectors (rowid, embedding) VALUES (?, ?)",
+        (rowid, np.asarray(vector, dtype=np.float32).tobytes()),
     )
     keyword_index.index_terms(db, rowid, keyword_index.partition_of(row["user_id"]), terms)
     for message_id in row["sources"]:
