@@ -73,6 +73,7 @@ class AsyncMemory:
     pending = _coroutine("pending")
     failed_jobs = _coroutine("failed_jobs")
     job = _coroutine("job")
+    compact = _coroutine("compact")
 
     async def close(self) -> None:
         """Wait for the calls in flight, then close the memory file and release the models."""

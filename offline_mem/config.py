@@ -41,7 +41,8 @@ class MemoryConfig:
     reproducible: bool = False
     custom_instructions: str | None = None
     busy_timeout_ms: int = 30_000
-    # MiB of large vector partitions held in memory for fast KNN (vector_cache.py); 0: none
+    # MiB of large vector partitions held in memory for fast KNN (vector_cache.py), half for
+    # memories' vectors and half for messages'; 0: none
     vector_cache_mb: float = 512
     # add(infer=True) queues the extraction and returns at once (a call's async_mode overrides)
     async_mode: bool = False

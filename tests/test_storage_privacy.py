@@ -148,3 +148,19 @@ def test_compact_refuses_to_run_inside_a_write(tmp_path) -> None:
         pytest.raises(StoreError, match="inside a transaction"),
     ):
         memory.store.compact()
+
+
+def test_async_memory_compacts_too(tmp_path) -> None:
+    import asyncio
+
+    from offline_mem import AsyncMemory
+
+    async def run() -> dict[str, int]:
+        config = {"path": str(tmp_path / "m.db"), "nlp": None}
+        async with AsyncMemory(config, embedder=FakeEmbedder()) as memory:
+            await memory.add("a note to drop", user_id="ana", infer=False)
+            await memory.delete_all(user_id="ana")
+            return await memory.compact()
+
+    report = asyncio.run(run())
+    assert report["bytes_after"] <= report["bytes_before"]
