@@ -322,15 +322,18 @@ class Store(StoreReads, SearchSignals, MessageIndex, JobQueue):
         stamp = iso(now or utc_now())
         with self.db.atomic():
             current = self._require_same(record)
-            self._delete_rows([current], stamp)
+            self._delete_rows([current], stamp, whole_scope=False)
 
-    def _delete_rows(self, records: Sequence[MemoryRecord], stamp: str) -> None:
+    def _delete_rows(
+        self, records: Sequence[MemoryRecord], stamp: str, *, whole_scope: bool
+    ) -> None:
         """Delete memories and every copy of their text: vectors, keyword and entity rows go,
         their history rows keep ids, events and dates but lose the texts, a done job's results
         lose them too, and the messages it was stored from as given (a raw add) go when no
-        other memory cites them. With secure_delete on, SQLite zeroes the freed bytes."""
+        other memory cites them. With secure_delete on, SQLite zeroes the freed bytes.
+        `whole_scope`: the caller deletes the scope's messages and jobs itself."""
         for record in records:
-            verbatim = self._verbatim_sources(record)
+            verbatim = [] if whole_scope else self._verbatim_sources(record)
             self.db.execute(
                 "UPDATE history SET old_memory = NULL, new_memory = NULL WHERE memory_id = ?",
                 (record.id,),
@@ -341,8 +344,9 @@ class Store(StoreReads, SearchSignals, MessageIndex, JobQueue):
             keyword_index.unindex(self.db, record.rowid)
             # entity_links and provenance go with the row (ON DELETE CASCADE)
             self.db.execute("DELETE FROM memories WHERE rowid = ?", (record.rowid,))
-            self.forget_job_results(record)
-            self._delete_messages(verbatim)
+            if not whole_scope:
+                self.forget_job_results(record)
+                self._delete_messages(verbatim)
         self._drop_unlinked_entities()
 
     def _verbatim_sources(self, record: MemoryRecord) -> list[int]:
@@ -386,7 +390,7 @@ class Store(StoreReads, SearchSignals, MessageIndex, JobQueue):
                     params,
                 )
             ]
-            self._delete_rows(records, stamp)
+            self._delete_rows(records, stamp, whole_scope=True)
             seqs = [
                 row[0] for row in self.db.query(f"SELECT seq FROM messages WHERE {where}", params)
             ]
