@@ -21,8 +21,8 @@ DEFAULT_USER_MODELS_DIR = Path("~/.local/share/offline_mem/models")
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 DEFAULT_EXTRACTOR = "qwen2.5-coder-1.5b-instruct"
 DEFAULT_NLP = "en_core_web_sm"
-# The extractor's nice value when the config queues extraction (async_mode). Measured on 2 cores
-# (benchmarks/async_latency.py): see the README's Async adds.
+# The extractor's nice value when the config queues extraction (async_mode), so the caller's adds
+# and searches get the cores first (docs/design/model-thread.md).
 BACKGROUND_NICE = 10
 
 

@@ -68,6 +68,19 @@ class ModelIntegrityError(ModelError):
         self.actual = actual
 
 
+class MissingExtraError(ModelError, ImportError):
+    """A model needs a library of an optional extra that is not installed; the message names the
+    extra to install (e.g. `pip install 'offline_mem[reference]'`)."""
+
+    def __init__(self, library: str, extra: str, needed_for: str) -> None:
+        super().__init__(
+            f"{needed_for} needs {library}, which is not installed: "
+            f"pip install 'offline_mem[{extra}]'"
+        )
+        self.library = library
+        self.extra = extra
+
+
 class ExtractionError(ModelError):
     """The extractor model failed or produced output outside its schema. Nothing was changed."""
 

@@ -1,5 +1,5 @@
-"""README.md says what the code does: the configuration table lists exactly the keys
-`MemoryConfig` accepts, and the Errors section names every error class the library raises on
+"""The docs say what the code does: docs/api.md's configuration table lists exactly the keys
+`MemoryConfig` accepts, and its Errors section names every error class the library raises on
 purpose (as tests/test_cli_docs.py does for the commands)."""
 
 from __future__ import annotations
@@ -19,12 +19,14 @@ from offline_mem.errors import ConfigError, OfflineMemError
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+API_PAGE = ROOT / "docs" / "api.md"
+SEARCH_PAGE = ROOT / "docs" / "search.md"
 
 
-def section(title: str) -> str:
-    text = README.read_text(encoding="utf-8")
-    match = re.search(rf"^#+ {re.escape(title)}\n(.*?)(?=^#+ )", text, re.MULTILINE | re.DOTALL)
-    assert match, f"README.md has no {title!r} section"
+def section(title: str, page: Path = API_PAGE) -> str:
+    text = page.read_text(encoding="utf-8")
+    match = re.search(rf"^#+ {re.escape(title)}\n(.*?)(?=^#+ |\Z)", text, re.MULTILINE | re.DOTALL)
+    assert match, f"{page.name} has no {title!r} section"
     return match.group(1)
 
 
@@ -81,9 +83,10 @@ def test_every_class_of_the_errors_module_is_exported() -> None:
     assert defined < error_classes()  # the source scan sees them too
 
 
-def test_the_readme_says_how_the_keyword_index_works() -> None:
+@pytest.mark.parametrize("page", [README, SEARCH_PAGE], ids=lambda p: p.name)
+def test_the_docs_say_how_the_keyword_index_works(page: Path) -> None:
     """Our own BM25 over postings tables, not SQLite's FTS5 (which the code never uses)."""
-    text = README.read_text(encoding="utf-8")
+    text = " ".join(page.read_text(encoding="utf-8").split())
     assert "postings tables" in text and "not SQLite's FTS5" in text
     keyword_tables = (ROOT / "offline_mem" / "store" / "migrations.py").read_text(encoding="utf-8")
     assert "CREATE TABLE keyword_postings" in keyword_tables

@@ -1,7 +1,7 @@
 """What a fresh process imports: nothing heavy for a command that needs no model, and no
 sentence-transformers, transformers or torch on the way to a search or a raw add.
 
-Importing torch, transformers or spaCy costs seconds on a cold machine (README, "Start-up time");
+Importing torch, transformers or spaCy costs seconds on a cold machine (docs/models.md);
 `offline-mem list` must not pay for them. Each command runs in its own interpreter, exactly as
 from a shell, and reports the modules it ended with. (Timings are benchmarks, not tests:
 benchmarks/cold_start.py.)

@@ -185,12 +185,9 @@ def extraction_groups(messages: Sequence[NewMessage], shown: Sequence[int]) -> l
     """The model calls of an add, as lists of plan indexes: one per message when the new
     messages come from two or more named speakers, else one for all of them.
 
-    Measured on real dialogue between two named people (dev set): asked for the facts of two
-    messages at once, keyed by message, the 1.5B model filed nearly every fact under message 1;
-    told that each fact opens with its message's speaker, it then wrote the turns out as quotes.
-    One message at a time, with the earlier ones as context (`prompts.fact_subject`), answer F1
-    rose 5.7 points on two conversations (README), though as many facts as before (19 of 100
-    read) still credit the wrong person."""
+    Asked for the facts of two named speakers' messages at once, the 1.5B model filed nearly
+    every fact under the first message; one message at a time, with the earlier ones as context
+    (`prompts.fact_subject`), answered better (docs/design/fact-checks.md)."""
     subjects = {fact_subject(_prompt_message(messages[i])) for i in shown}
     if len(subjects - {None}) >= 2:
         return [[i] for i in shown]

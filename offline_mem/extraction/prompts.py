@@ -11,20 +11,14 @@ alone, so a run gives the same memories whatever day it runs (today's date is sh
 messages that carry no timestamp).
 
 The recent messages are a window that only grows between jumps (`recent_window_start`), and a
-new message is written exactly as it will be written as an earlier one (facts-9): one call's
-prompt starts with the previous call's up to the end of its new messages, so the KV cache serves
-them. Before facts-9 the new messages had a section of their own, after the memories, and every
-message was evaluated twice, once new and once recent. A sliding window of the last ten would
-change its first line on every add and re-evaluate everything after the system message
-(measured on the side-by-side benchmark: ~400 prompt tokens per add, 8 s of a 15 s add at one
-thread).
+new message is written exactly as it will be written as an earlier one: one call's prompt starts
+with the previous call's up to the end of its new messages, so the KV cache serves them (a
+sliding window would change its first line on every add).
 
-The answer (facts-4) is an object from the number of a new message to the texts of the facts it
-states, nothing else: at one thread every generated token costs ~55 ms, as much as ~3 prompt
-tokens. Measured on the side-by-side benchmark's adds against facts-3 (a list of objects with
-"text", "from_messages" and "supersedes"): ~61 generated tokens per add, 39 of them JSON keys and
-links, against ~30 now. Who said a fact follows from its message; which memory it supersedes is
-asked afterwards, one pair at a time (`supersession.py`).
+The answer is an object from the number of a new message to the texts of the facts it states,
+nothing else: at one thread every generated token costs as much as ~3 prompt tokens. Who said a
+fact follows from its message; which memory it supersedes is asked afterwards, one pair at a
+time (`supersession.py`). Measurements: docs/design/prompt-layout.md; versions: CHANGELOG.md.
 """
 
 from __future__ import annotations
@@ -37,9 +31,7 @@ from typing import Any
 from ..pinned.extractor import Prompt
 from .speakers import PLAIN_NAME
 
-# facts-7: each fact of a named speaker's message starts with the name; facts-8: then a space or
-# "'s " (the name as subject or owner), so a fact cannot be the turn behind "Name:"; facts-9: the
-# earlier and new messages are one numbered conversation, the answer keyed by those numbers
+# Recorded with every extracted memory; what each version changed: CHANGELOG.md
 PROMPT_VERSION = "facts-9"
 
 MAX_FACTS = 6  # facts per answer (two messages rarely hold more)
@@ -67,8 +59,8 @@ FACTS_MAX_TOKENS = 512
 # characters (a raw newline in a fact made an answer invalid JSON, see extractor._JSON_CHAR).
 _FACT_TAIL = r'[^"\\\x00-\x1F]+'
 # Between the name and the rest: the name is the subject ("Lena moved") or the owner ("Lena's
-# cat"). Measured on real dialogue (facts-7, dev set): with any character allowed there, the
-# 1.5B model also wrote the turn itself behind "Lena: " ("Lena: Have you tried ...?").
+# cat"). With any character allowed there, the 1.5B model also wrote the turn itself behind
+# "Lena: " ("Lena: Have you tried ...?"; docs/design/prompt-layout.md).
 _AFTER_SUBJECT = "('s)? "
 
 

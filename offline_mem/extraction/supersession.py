@@ -37,17 +37,14 @@ from .lexicon import ENGLISH, Lexicon
 from .prompts import day, facts_system_prompt
 
 # all-MiniLM-L6-v2 cosine of a new fact and an old memory at or above which the pair is checked.
-# Measured: real replacements score 0.49-0.79 ("Luna passed away" / "User has a cat named Luna"
-# 0.49, "favourite colour is green now" / "...is blue" 0.77); added detail about the same thing
-# scores as high (a pet's vet appointment / the pet, 0.68), which is what the question decides.
+# Real replacements score 0.49-0.79 ("Luna passed away" / "User has a cat named Luna" 0.49); added
+# detail scores as high, which the question decides (docs/design/supersession-threshold.md).
 CHECK_MIN_SIMILARITY = 0.45
 MAX_CHECKS = 2  # questions per add: each costs about one to three seconds on two cores
 
-# Measured against "still_true" framings (benchmarks/extraction --only checks, 28 pairs): this
-# one answers 20 right and raises 8 false alarms; "is the old memory still true?" answered 24
-# right with 2 false alarms, but missed "favourite colour is green now" and "drives a Tesla" in
-# the contradiction conversations (5 of 8 superseded, below the test floor of 6).
-CHECK_PROMPT_VERSION = "check-2"  # check-2: past events stay true
+# Asked as "changed", not "still true": the latter missed real changes such as "favourite colour
+# is green now" (docs/design/supersession-threshold.md). Versions: CHANGELOG.md.
+CHECK_PROMPT_VERSION = "check-2"
 ANSWER_KEY = "changed"
 CHECK_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -84,18 +81,9 @@ Answer:"""
 
 ANSWER_PREFIX = '{"' + ANSWER_KEY + '":'  # how the model starts its answer
 OPTIONS = (" true", " false")  # and continues it (one token each for the pinned models)
-# The greedy answer ("changed" when P(true) > 0.5) superseded 70 of a dev-set run's 493 facts,
-# in real conversations where almost nothing changed (15 of the 16 read on two conversations
-# were wrong). Its probability separates better (benchmarks/extraction/check_threshold.py,
-# results/check_threshold.json): superseded at 0.5 / 0.7 / 0.8, of 14 hand-written changes 14 /
-# 14 / 11, of 14 added details 7 / 3 / 1, of the dev run's 70 pairs 68 / 13 / 0. 0.7 keeps every
-# hand-written change: "favourite colour is green now" scores 0.75 a week after "blue", and the
-# contradiction floor of tests/test_extraction_real.py (6 of 8) fails at 0.75 (5 of 8).
-# check-2 adds that a past event stays true (and one example of it). Measured at 0.7 on the
-# AVX-512 CPU of session 21, check-1 -> check-2: hand-written changes 13 -> 12 of 14, added
-# details 2 -> 1 of 14, past events followed by news about the same person or thing (run.py's
-# EVENTS) 2 -> 1 of 8; the dev run's one supersession (a project in progress, then finished)
-# 0.71 -> 0.73.
+# The greedy answer (P > 0.5) superseded mostly wrongly on real dialogue; at 0.7 "favourite colour
+# is green now" (0.75 a week after "blue") still supersedes while most added details do not.
+# Measured: docs/design/supersession-threshold.md (benchmarks/results/check_threshold.json).
 CHANGE_THRESHOLD = 0.7
 
 
@@ -158,24 +146,19 @@ def pairs_to_check(
 
 def same_speaker(new: str | None, old: str | None) -> bool:
     """Whether a new fact may say an old one changed, as far as their speakers go: one person's
-    news does not end another's fact. Measured on the dev set's memory file (8 real
-    conversations, facts-5 with the greedy check): 17 of its 70 supersessions paired facts said
-    by different named speakers, and all 17 were wrong (one person's allergy ending the other's,
-    one's photo replacing the other's). Unnamed speakers (an application's user) always may."""
+    news does not end another's fact (one person's allergy ending the other's was always wrong on
+    real dialogue: docs/design/supersession-threshold.md). Unnamed speakers (an application's
+    user) always may."""
     return new is None or old is None or new.strip().casefold() == old.strip().casefold()
 
 
 def states_a_change(text: str, lexicon: Lexicon = ENGLISH) -> bool:
     """Whether a message says that something changed ("moved", "quit", "no longer", "now",
     "passed away"): the lexicon's change words. Only such a message's facts are checked against
-    the old memories. Measured on two real dev-set conversations (facts-7, two-turn adds):
-    every supersession the check made was wrong (3 of 3: a person's new activity ending an
-    older fact about the same subject, in turns that said nothing had changed); none of their
-    turns had a change word, while each of the hand-written changes of
-    benchmarks/extraction has one. The word must be in the sentence the fact comes from
-    (`check_supersessions`): on all 8 dev conversations (round 18) two of the three
-    supersessions, both wrong, came from a turn whose change word was in another sentence (a
-    "now" in a farewell beside a promise; a death told beside a photo the fact described)."""
+    the old memories; the word must be in the sentence the fact comes from
+    (`check_supersessions`). On real dialogue the check's supersessions without a change word
+    were all wrong, and every hand-written change has one
+    (docs/design/supersession-threshold.md)."""
     return not lexicon.change_words.isdisjoint(words_of(text))
 
 

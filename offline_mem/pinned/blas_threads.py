@@ -2,15 +2,12 @@
 
 OpenBLAS splits even a small matrix product across all its threads, and its threads wait on each
 other by spinning: when the cores are busy (the extractor's llama.cpp threads, another process)
-that waiting dominates. Measured on this project's 2-core machine with both cores loaded by another
-process: one (256 x 32) @ (32 x 256) attention product took 12-16 ms on OpenBLAS's two threads and
-0.1 ms on one; the forward of a query 28-54 ms against 10 ms; of 64 short texts 0.57 s against
-0.34 s. With the cores idle it is the other way round: a query's forward took 13.6-14.2 ms (p50)
-on one thread and 8.7-9.3 ms on two (10.0 and 6.4 ms since bert_numpy keeps its weights
-transposed). So a forward gets one thread per core that nothing else
+that waiting dominates (a query's forward 28-54 ms on two threads against 10 ms on one, with both
+cores loaded), while with the cores idle two threads are faster (docs/design/blas-threads.md).
+So a forward gets one thread per core that nothing else
 wants at the moment it starts (the kernel's count of runnable tasks, /proc/loadavg), at most
 MAX_THREADS, and one thread wherever that count cannot be read. OpenBLAS's own worker threads
-keep spinning (runnable) for ~0.1 s after a product (measured: 98-167 ms), so for SPIN_SECONDS
+keep spinning (runnable) for ~0.1 s after a product, so for SPIN_SECONDS
 after a forward on n threads its n - 1 workers are not counted as other tasks.
 
 The BLAS thread count is a setting of the whole process, and threadpoolctl lets only the thread

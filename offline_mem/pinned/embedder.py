@@ -15,7 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import MissingExtraError, ModelError
 from ..values import EmbedderIdentity
 
 logger = logging.getLogger(__name__)
@@ -91,6 +91,8 @@ class SentenceTransformerEmbedder(Embedder):
                 from .st_encoder import SentenceTransformersEncoder
 
                 return SentenceTransformersEncoder.load(self.model_dir, self.batch_size)
+        except MissingExtraError:
+            raise
         except Exception as exc:  # the libraries raise many types; one typed error out
             raise ModelError(f"cannot load embedder from {self.model_dir}: {exc}") from exc
 

@@ -4,11 +4,9 @@ llama.cpp computes with OpenMP, and GNU OpenMP keeps a pool of worker threads fo
 that calls it. Once two threads have called the model (say a synchronous add from the main
 thread, then a queued job from the `Memory`'s worker), the process manages more OpenMP threads
 than it has cores, and OpenMP then shortens how long its idle threads spin before sleeping, so
-each step of a decode pays for waking them. Measured on 2 cores, 4 two-turn adds, each way in a
-fresh process (a one-off script, session 17): 11.5-11.7 s of model time with every call on the
-main thread, 11.0-12.0 s with every call on one other thread, 13.5-14.4 s with the model warmed
-up on the main thread and run from another. So every call runs on this one thread, whichever
-thread asks; benchmarks/model_thread_probe.py shows the three ways now take the same time.
+each step of a decode pays for waking them (~15% more model time on 2 cores;
+docs/design/model-thread.md). So every call runs on this one thread, whichever thread asks;
+benchmarks/model_thread_probe.py shows the ways of calling now take the same time.
 
 Each call gets an event that is set when its caller is interrupted while it waits
 (KeyboardInterrupt); the decoding loop checks it between tokens, so the call ends soon instead

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import MissingExtraError
+
 _OFFLINE_FLAGS = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 
 
@@ -51,7 +53,12 @@ class SentenceTransformersEncoder:
         # Set before the import: transformers and huggingface_hub read them at import.
         for key, value in _OFFLINE_FLAGS.items():
             os.environ.setdefault(key, value)
-        from sentence_transformers import SentenceTransformer
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as missing:
+            raise MissingExtraError(
+                "sentence-transformers", "reference", f"the embedder folder {folder}"
+            ) from missing
 
         with _quiet_loading():
             model = SentenceTransformer(str(folder), device="cpu", local_files_only=True)

@@ -1,10 +1,8 @@
 """One ranking of facts and the messages behind them: what `Memory.search` returns by default.
 
 Facts are short, dated and attributed, but a small extractor leaves things out and gets some
-wrong; the turns they came from hold the rest. Measured on a real held-out conversation (issue
-19): facts alone answered at F1 0.352 with 0.469 of the gold tokens in the top 10, the raw turns
-at 0.339 / 0.563, both together at 0.401 / 0.579. So `search` ranks both kinds on the fixed
-[0, 1] scale of ranking.py:
+wrong; the turns they came from hold the rest. So `search` ranks both kinds on the fixed [0, 1]
+scale of ranking.py:
 
 - a fact scores as in ranking.py (semantic, keyword and entity signals, `ranking_weights`);
 - a message scores on the same three signals of its own: semantic (cosine of the query and the
@@ -12,31 +10,11 @@ at 0.339 / 0.563, both together at 0.401 / 0.579. So `search` ranks both kinds o
   [0, 1] as a fact's) and entity (the share of the query's known entities its text names), with
   MESSAGE_WEIGHTS.
 
-Facts take at most FACT_SHARE of the places. Being short, a fact is closer to a question than
-the chatty turn it came from, so by score alone facts took most places and pushed out turns that
-held the answer. Measured on the dev set (8 real conversations, first 4 sessions, 166
-questions, top 10; `benchmarks/locomo/retrieval_variants.py`), share of the gold answer's tokens
-in the results / evidence recall: turns only 0.587 / 0.693, facts only 0.387 / 0.355, both by
-score 0.576 / 0.636, both with at most 3 facts 0.603 / 0.699, at most 5 facts 0.598 / 0.675
-(before the messages' keyword index; with it and MESSAGE_WEIGHTS, at most 3 facts 0.657 / 0.795,
-at most 2 facts 0.671 / 0.801). Answer F1 on the same questions, one extraction run searched
-again with each cap (`--reuse-ingest`, the 1.5B answering; session 17): at most 1 fact 0.467,
-2 facts 0.487, 3 facts 0.469, 4 facts 0.451 (paired against 3: -0.1 SE 1.7, +1.8 SE 1.0,
--1.8 SE 1.3); so 2 of 10.
-A turn is scored by its own text only: scoring it also at the score of the best fact made from it
-(a turn "found through its facts") put fact and turn side by side, the same text twice, and gave
-0.545 / 0.593.
-
-A turn that asks something lends its reply (the scope's next message) REPLY_SHARE of its score
-when that is more than the reply's own: in a dialogue the answer is in the reply ("Where did you
-end up staying?" / "A cabin by the lake"), which often shares no word with a question about
-it. On the dev file of round 16, 45 of the 166 questions missed an evidence turn from the top
-10, 19 of those turns were the reply to a turn in the top 10, and 18 of those 19 turns asked
-something. Gold tokens in the results / evidence recall (retrieval_variants.py): without
-0.684 / 0.823, with 0.9 of the score 0.705 / 0.854 (0.8: 0.702 / 0.841; 1.0: 0.701 / 0.850; the
-reply of every turn, not only of a question, at 0.9: 0.697 / 0.830). Answer F1 on the 166
-answerable questions (results/locomo_dev8_s18_{noreply,replay}.md): 0.496 -> 0.516, paired
-+2.0 (SE 1.8).
+Facts take at most FACT_SHARE of the places: being short, a fact is closer to a question than
+the chatty turn it came from, and by score alone facts pushed out the turns that held the
+answer. A turn that asks something lends its reply REPLY_SHARE of its score: in a dialogue the
+answer is in the reply. A turn is scored by its own text only. The measurements behind each
+constant: docs/design/evidence-ranking.md.
 
 Pure: no I/O.
 """
@@ -98,12 +76,9 @@ def entity_share(text: str, known_entities: Iterable[str]) -> float:
     return sum(1 for norm in known if norm in words) / len(known)
 
 
-# A message's weights (a fact's are the configured `ranking_weights`): measured on the dev set
-# as above, evidence recall / gold tokens in the results of `search`: semantic and entity only
-# (the fact weights, 0.6 / 0.35, no keyword index) 0.699 / 0.603; with the message keyword
-# index at the fact weights (keyword 0.05) 0.707 / 0.612; (0.5, 0.5, 0) 0.795 / 0.657. Chatty
-# turns hold the names of things, titles and numbers the embedder misses, and the two
-# speakers' names, in most questions and most turns, carry nothing (entity 0).
+# A message's weights (a fact's are the configured `ranking_weights`): chatty turns hold the names
+# of things the embedder misses, and the speakers' names, in most turns, carry nothing (entity 0).
+# Measured: docs/design/evidence-ranking.md.
 MESSAGE_WEIGHTS = Weights(semantic=0.5, keyword=0.5, entity=0.0)
 FACT_SHARE = 0.2  # of the places, at most (rounded up): 2 of 10
 # A message that asks something lends its reply (the scope's next message) this share of its

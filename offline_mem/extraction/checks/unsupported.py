@@ -2,14 +2,10 @@
 
 Every fact of a named speaker's message opens with the speaker's name (prompts.fact_subject), so
 the 1.5B model writes something under that name even for a turn that states nothing: a reply of
-thanks or praise, a question. Measured on the real dev set (all 8 conversations, round 18's
-file): 41 of 537 facts shared no content word (stop words, speakers' names and numbers left out,
-crudely stemmed) with the message they came from. Read, about 35 of the 41 were wrong: the
-other person's news restated under the writer's name, the prompt's worked example filled with
-the speakers' names, a pet or plan from the recent messages, "X thanks Y" for a turn of small
-talk; the rest were mostly "X asked Y how she was doing". Of the 11 of them in round 18's read
-sample of 100 facts, 3 were credited to the wrong person, 5 were unsupported by any turn, 3 were
-right.
+thanks or praise, a question. On real dialogue most facts that share no content word (stop
+words, speakers' names and numbers left out, crudely stemmed) with their message were wrong: the
+other person's news under the writer's name, the prompt's worked example, small talk
+(docs/design/fact-checks.md).
 
 A message without a plain name keeps such facts: there a paraphrase ("User is vegetarian" from
 "I don't eat meat") is what the model is asked for, and no real user/assistant chat was at hand
