@@ -85,6 +85,23 @@ class Results(TypedDict):
     results: list[Item]
 
 
+class Turn(TypedDict):
+    id: str
+    role: str
+    content: str
+    name: NotRequired[str | None]
+    score: NotRequired[Annotated[float, Field(description="Similarity to the query, 0 to 1.")]]
+    created_at: NotRequired[str | None]
+    observed_at: NotRequired[Annotated[str | None, Field(description="When it was said.")]]
+    memory_ids: NotRequired[
+        Annotated[list[str], Field(description="The facts extracted from this message.")]
+    ]
+
+
+class Turns(TypedDict):
+    results: list[Turn]
+
+
 class AddEvent(TypedDict):
     id: str
     memory: str
@@ -231,7 +248,7 @@ class MemoryServer:
         user_id: UserId = None,
         agent_id: AgentId = None,
         run_id: RunId = None,
-    ) -> Annotated[CallToolResult, Results]:
+    ) -> Annotated[CallToolResult, Turns]:
         return _result(lambda: self.tools.search_messages(
             query, top_k=top_k, user_id=user_id, agent_id=agent_id, run_id=run_id,
         ))  # fmt: skip

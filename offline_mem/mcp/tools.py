@@ -97,7 +97,7 @@ class MemoryTools:
     ) -> ToolOutput:
         where = self._filters(None, user_id, agent_id, run_id)
         result = self.memory.search_messages(query, filters=where, top_k=top_k)
-        return ToolOutput(result, mcp_text.found(result["results"]))
+        return ToolOutput(result, mcp_text.turns(result["results"]))
 
     def delete_all_memories(
         self,
