@@ -18,7 +18,7 @@ from starlette.routing import Route
 
 from ..memory import Memory
 from .openapi import openapi_schema
-from .rest import BadRequest, RestApi, bad_request
+from .rest import AsciiJSONResponse, BadRequest, RestApi, bad_request
 from .security import MAX_BODY_BYTES, Guard, Token, error_body
 
 log = logging.getLogger("offline_mem.server")
@@ -34,11 +34,12 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 
 
 async def _not_found(request: Request, exc: Exception) -> Response:
-    return JSONResponse(error_body("NotFound", f"no route {request.url.path}"), status_code=404)
+    body = error_body("NotFound", f"no route {request.url.path}")
+    return AsciiJSONResponse(body, status_code=404)
 
 
 async def _not_allowed(request: Request, exc: Exception) -> Response:
-    return JSONResponse(
+    return AsciiJSONResponse(
         error_body("MethodNotAllowed", f"{request.method} is not allowed on {request.url.path}"),
         status_code=405,
     )

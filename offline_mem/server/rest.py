@@ -35,6 +35,7 @@ from .security import error_body
 log = logging.getLogger("offline_mem.server")
 
 SCOPE_PARAMS = ("user_id", "agent_id", "run_id")
+MAX_DEPTH = 32  # of a body's JSON: deeper is refused before the library sees it
 # Mem0's MemoryCreate, and ours: async_mode ("async" for short)
 ADD_KEYS = frozenset({
     "messages", "user_id", "agent_id", "run_id", "metadata", "expiration_date", "infer",
@@ -75,12 +76,47 @@ def status_of(exc: OfflineMemError) -> int:
     return 400
 
 
+class AsciiJSONResponse(JSONResponse):
+    """JSON with every non-ASCII character escaped: an error message may quote the input, and
+    a lone surrogate in it must not break the response."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
 def library_error(exc: OfflineMemError) -> JSONResponse:
-    return JSONResponse(error_body(type(exc).__name__, str(exc)), status_code=status_of(exc))
+    body = error_body(type(exc).__name__, str(exc))
+    return AsciiJSONResponse(body, status_code=status_of(exc))
 
 
 def bad_request(exc: BadRequest) -> JSONResponse:
-    return JSONResponse(error_body(exc.kind, str(exc)), status_code=exc.status)
+    return AsciiJSONResponse(error_body(exc.kind, str(exc)), status_code=exc.status)
+
+
+def check_value(value: Any, what: str = "the body") -> None:
+    """Refuse JSON nested deeper than MAX_DEPTH and text that is not valid Unicode (a lone
+    surrogate, which no UTF-8 file can store), walking the value without recursion."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise BadRequest(f"{what} nests deeper than {MAX_DEPTH} levels")
+        if isinstance(item, str):
+            check_text_param(item, what)
+        elif isinstance(item, dict):
+            for key, field in item.items():
+                check_text_param(key, what)
+                stack.append((field, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((field, depth + 1) for field in item)
+
+
+def check_text_param(text: str, what: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadRequest(f"{what} holds text that is not valid Unicode") from None
+    return text
 
 
 async def read_object(request: Request, allowed: frozenset[str]) -> dict[str, Any]:
@@ -90,6 +126,9 @@ async def read_object(request: Request, allowed: frozenset[str]) -> dict[str, An
         value = json.loads(raw) if raw else None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BadRequest(f"the body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise BadRequest(f"the body nests deeper than {MAX_DEPTH} levels") from None
+    check_value(value)
     if not isinstance(value, dict):
         raise BadRequest("the body must be a JSON object")
     unknown = sorted(set(value) - allowed)
@@ -100,7 +139,15 @@ async def read_object(request: Request, allowed: frozenset[str]) -> dict[str, An
 
 def scope_params(request: Request) -> dict[str, str]:
     """The scope ids of the query string (a missing or empty one is left out, as Mem0 does)."""
-    return {key: request.query_params[key] for key in SCOPE_PARAMS if request.query_params.get(key)}
+    return {
+        key: check_text_param(request.query_params[key], key)
+        for key in SCOPE_PARAMS
+        if request.query_params.get(key)
+    }
+
+
+def path_param(request: Request, name: str) -> str:
+    return check_text_param(request.path_params[name], name)
 
 
 def int_param(request: Request, name: str) -> int | None:
@@ -188,7 +235,7 @@ class RestApi:
         ))  # fmt: skip
 
     async def get(self, request: Request) -> Response:
-        memory_id = request.path_params["memory_id"]
+        memory_id = path_param(request, "memory_id")
         scope = scope_params(request)
 
         def work() -> Any:
@@ -200,7 +247,7 @@ class RestApi:
         return await self._call(work)
 
     async def update(self, request: Request) -> Response:
-        memory_id = request.path_params["memory_id"]
+        memory_id = path_param(request, "memory_id")
         body = await read_object(request, UPDATE_KEYS)
         params: dict[str, Any] = {}
         if "text" in body and body["text"] is not None:
@@ -213,7 +260,7 @@ class RestApi:
         return await self._call(lambda: self.memory.update(memory_id, **params))
 
     async def delete(self, request: Request) -> Response:
-        memory_id = request.path_params["memory_id"]
+        memory_id = path_param(request, "memory_id")
         scope = scope_params(request)
 
         def work() -> dict[str, Any]:
@@ -233,7 +280,7 @@ class RestApi:
         return await self._call(work)
 
     async def history(self, request: Request) -> Response:
-        memory_id = request.path_params["memory_id"]
+        memory_id = path_param(request, "memory_id")
         scope = scope_params(request)
 
         def work() -> list[dict[str, Any]]:
@@ -282,7 +329,7 @@ class RestApi:
         )
 
     async def job(self, request: Request) -> Response:
-        event_id = request.path_params["event_id"]
+        event_id = path_param(request, "event_id")
 
         def work() -> dict[str, Any]:
             found = self.memory.job(event_id)

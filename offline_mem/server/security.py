@@ -25,6 +25,7 @@ from ..errors import ConfigError
 log = logging.getLogger("offline_mem.server")
 
 MAX_BODY_BYTES = 1_000_000
+DRAIN_BYTES = 8_000_000  # an oversized body up to this size is read and dropped before the 413
 DEFAULT_LABEL = "default"
 # A page that holds no data (the browser's HTML and script) is served without a token: the
 # browser reads the token from the URL fragment the server prints, which is never sent.
@@ -151,20 +152,25 @@ class Guard:
         scope.setdefault("state", {})["actor"] = label
         too_large = error_body("PayloadTooLarge", f"the body must be at most {self.max_body} bytes")
         declared = headers.get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body):
-            await _send_json(send, 413, too_large)
+        if declared is not None and (not declared.isdigit() or int(declared) > DRAIN_BYTES):
+            await _send_json(send, 413, too_large)  # not read: the client may see a reset
             return
         body = bytearray()
+        size = 0
         more = scope["method"] not in ("GET", "HEAD", "OPTIONS")
         while more:
             message = await receive()
             if message["type"] == "http.disconnect":
                 return
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-            if len(body) > self.max_body:
-                await _send_json(send, 413, too_large)
-                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size <= self.max_body:
+                body += chunk
+            more = message.get("more_body", False) and size <= DRAIN_BYTES
+        if size > self.max_body:
+            # read (up to DRAIN_BYTES) and dropped, so the client reads the 413, not a reset
+            await _send_json(send, 413, too_large)
+            return
         replayed = False
 
         async def replay() -> Any:
