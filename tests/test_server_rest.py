@@ -215,3 +215,11 @@ def test_sigterm_stops_cleanly_with_jobs_kept(tmp_path: Path) -> None:
         memory.flush(timeout=60)  # and they resume in the next process that runs jobs
         assert {memory.job(event_id)["status"] for event_id in queued} == {"SUCCEEDED"}  # type: ignore[index]
     assert "Finished server process" in running.log.read_text()
+
+
+def test_the_browser_page_is_served_without_data(server: Running) -> None:
+    with httpx.Client(base_url=server.url, timeout=30) as anonymous:
+        page = anonymous.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    for call in ('"/memories?"', '"/search"', "/history", '"PUT"', '"DELETE"', "include_sources"):
+        assert call in page.text, call
