@@ -6,6 +6,7 @@ network audit.
 --fakes: every model is a fake (FakeEmbedder, FakeEntities, a FakeExtractor), so the server is up
 in about a second; the extractor answers each inferred add with the --fact texts. Without it the
 configured, pinned models load (the extractor only on an inferred add, and --fact then scripts it).
+--slow SECONDS: the fake extractor takes this long per call (jobs still queued at a signal).
 --audit FILE: a Python audit hook appends every socket connect, bind (a listening server), DNS
 lookup and send (Unix sockets aside) to FILE as it happens, one line each, after a first line
 "armed" (stdout is the protocol, so the report cannot go there; written at once, it survives the
@@ -49,6 +50,7 @@ def main() -> None:
     parser.add_argument("--fakes", action="store_true")
     parser.add_argument("--fact", action="append", default=[])
     parser.add_argument("--audit", type=Path)
+    parser.add_argument("--slow", type=float, default=0.0)
     parser.add_argument("cli", nargs=argparse.REMAINDER)
     options = parser.parse_args()
     if options.audit is not None:
@@ -61,6 +63,14 @@ def main() -> None:
 
     facts = [answer(*options.fact)] * 100 if options.fact else []
     fake_extractor = (lambda name: FakeExtractor(*facts)) if options.fact or options.fakes else None
+    if options.slow:
+        import time
+
+        def slow_answer(prompt: object) -> dict[str, object]:
+            time.sleep(options.slow)
+            return facts[0] if facts else {}
+
+        fake_extractor = lambda name: FakeExtractor(*[slow_answer] * 100)  # noqa: E731
     if options.fakes:
         common.MODELS = common.CliModels(
             embedder=FakeEmbedder, extractor=fake_extractor, entities=FakeEntities

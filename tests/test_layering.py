@@ -27,6 +27,7 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"api": ("__init__", "memory", "memory_reads", "memory_jobs", "async_memory", "testing")},
     # its front ends
     {"mcp": ("mcp",)},
+    {"server": ("server",)},  # serves the MCP tools over HTTP
     {"cli": ("cli",)},
 ]
 MAX_TOP_LEVEL_MODULES = 12

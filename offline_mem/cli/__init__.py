@@ -78,8 +78,10 @@ main.add_command(models)
 from . import admin, memories  # noqa: E402
 from .chat import chat  # noqa: E402
 from .mcp import mcp  # noqa: E402
+from .serve import serve  # noqa: E402
 
 memories.register(main)
 admin.register(main)
 main.add_command(chat)
 main.add_command(mcp)
+main.add_command(serve)

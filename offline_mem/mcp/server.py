@@ -85,6 +85,23 @@ class Results(TypedDict):
     results: list[Item]
 
 
+class Turn(TypedDict):
+    id: str
+    role: str
+    content: str
+    name: NotRequired[str | None]
+    score: NotRequired[Annotated[float, Field(description="Similarity to the query, 0 to 1.")]]
+    created_at: NotRequired[str | None]
+    observed_at: NotRequired[Annotated[str | None, Field(description="When it was said.")]]
+    memory_ids: NotRequired[
+        Annotated[list[str], Field(description="The facts extracted from this message.")]
+    ]
+
+
+class Turns(TypedDict):
+    results: list[Turn]
+
+
 class AddEvent(TypedDict):
     id: str
     memory: str
@@ -107,6 +124,10 @@ class Changed(TypedDict):
     id: str
     memory: str
     event: str
+
+
+class Deleted(TypedDict):
+    deleted: Annotated[int, Field(description="How many memories were deleted.")]
 
 
 class HistoryRow(TypedDict):
@@ -136,7 +157,11 @@ def _result(call: Callable[[], ToolOutput]) -> CallToolResult:
 class MemoryServer:
     """The MCP tools of one `MemoryTools`, registered on an `MCPServer`."""
 
-    def __init__(self, tools: MemoryTools, *, log_level: LogLevel = "WARNING") -> None:
+    def __init__(
+        self, tools: MemoryTools, *, log_level: LogLevel = "WARNING", extended: bool = False
+    ) -> None:
+        """`extended`: also the tools of `offline-mem serve` (search_messages,
+        delete_all_memories)."""
         self.tools = tools
         self.server: MCPServer[Any] = MCPServer(
             "offline-mem",
@@ -157,6 +182,11 @@ class MemoryServer:
             (self.delete_memory, DELETE, changes),
             (self.memory_history, HISTORY, read_only),
         ]
+        if extended:
+            registered += [
+                (self.search_messages, SEARCH_MESSAGES, read_only),
+                (self.delete_all_memories, DELETE_ALL, changes),
+            ]
         for method, description, hints in registered:
             self.server.add_tool(method, description=description, annotations=hints)
 
@@ -209,6 +239,28 @@ class MemoryServer:
         return _result(lambda: self.tools.search_memory(
             query, top_k=top_k, filters=filters,
             user_id=user_id, agent_id=agent_id, run_id=run_id,
+        ))  # fmt: skip
+
+    def search_messages(
+        self,
+        query: Annotated[str, Field(description="A question or keywords, in natural language.")],
+        top_k: Annotated[int, Field(description="How many results.")] = 10,
+        user_id: UserId = None,
+        agent_id: AgentId = None,
+        run_id: RunId = None,
+    ) -> Annotated[CallToolResult, Turns]:
+        return _result(lambda: self.tools.search_messages(
+            query, top_k=top_k, user_id=user_id, agent_id=agent_id, run_id=run_id,
+        ))  # fmt: skip
+
+    def delete_all_memories(
+        self,
+        user_id: UserId = None,
+        agent_id: AgentId = None,
+        run_id: RunId = None,
+    ) -> Annotated[CallToolResult, Deleted]:
+        return _result(lambda: self.tools.delete_all_memories(
+            user_id=user_id, agent_id=agent_id, run_id=run_id
         ))  # fmt: skip
 
     def list_memories(
@@ -282,4 +334,9 @@ LIST = "List the stored memories (facts) of the user, newest first."
 GET = "Get one memory (or stored message) by id, with all its fields."
 UPDATE = "Replace the text of a memory, by id; the old text stays in its history."
 DELETE = "Delete a memory (or stored message) by id; its history is kept."
+SEARCH_MESSAGES = (
+    "Search only the stored conversation turns (not the extracted facts) of one scope, closest "
+    "to a query first, each with the ids of the facts extracted from it."
+)
+DELETE_ALL = "Delete every memory and stored message of a scope (user, agent or run); irreversible."
 HISTORY = "Show how a memory changed over time: its ADD, UPDATE, SUPERSEDE and DELETE events."

@@ -31,6 +31,19 @@ def found(results: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def turns(results: Sequence[dict[str, Any]]) -> str:
+    """search_messages: `score date id  name: content`, best first."""
+    if not results:
+        return "no messages found"
+    lines = [f"{_count(len(results), 'message', 'messages')} (score, date, id, text):"]
+    for item in results:
+        speaker = item.get("name") or item.get("role", "")
+        lines.append(
+            f"{item.get('score', 0.0):.3f} {_date(item)} {item['id']}  {speaker}: {item['content']}"
+        )
+    return "\n".join(lines)
+
+
 def listed(results: Sequence[dict[str, Any]]) -> str:
     """list_memories: `date id [state]  text`, newest first."""
     if not results:

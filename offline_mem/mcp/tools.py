@@ -44,7 +44,8 @@ class ToolOutput:
 
 
 class MemoryTools:
-    """The seven memory tools over one open `Memory` (which may be shared by threads)."""
+    """The memory tools over one open `Memory` (which may be shared by threads): the seven of
+    `offline-mem mcp`, and `search_messages` and `delete_all_memories` of `offline-mem serve`."""
 
     def __init__(self, memory: Memory, defaults: DefaultScope | None = None) -> None:
         self.memory = memory
@@ -84,6 +85,32 @@ class MemoryTools:
         where = self._filters(filters, user_id, agent_id, run_id)
         result = self.memory.search(query, filters=where, top_k=top_k)
         return ToolOutput(result, mcp_text.found(result["results"]))
+
+    def search_messages(
+        self,
+        query: str,
+        *,
+        top_k: int = 10,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> ToolOutput:
+        where = self._filters(None, user_id, agent_id, run_id)
+        result = self.memory.search_messages(query, filters=where, top_k=top_k)
+        return ToolOutput(result, mcp_text.turns(result["results"]))
+
+    def delete_all_memories(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> ToolOutput:
+        """Every memory and message of the scope named (the ids given, or the defaults)."""
+        scope = self.defaults.merged(user_id, agent_id, run_id)
+        result = self.memory.delete_all(**scope)
+        named = ", ".join(f"{k}={v}" for k, v in scope.items() if v is not None)
+        return ToolOutput(result, f"deleted {result['deleted']} memories of {named}")
 
     def list_memories(
         self,
