@@ -203,8 +203,8 @@ def build(path: Path, scopes: list[tuple[int, int]], vocab: list[str]) -> dict[s
                 vectors = vrng.standard_normal((len(docs), DIM)).astype(np.float32)
                 vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
                 db.executemany(
-                    "INSERT INTO memory_vectors (rowid, user_id, embedding) VALUES (?, ?, ?)",
-                    [(first + i, user, vectors[i].tobytes()) for i in range(len(docs))],
+                    "INSERT INTO memory_vectors (rowid, embedding) VALUES (?, ?)",
+                    [(first + i, vectors[i].tobytes()) for i in range(len(docs))],
                 )
                 timing["vectors"] += time.perf_counter() - start
                 start = time.perf_counter()
