@@ -55,6 +55,9 @@ class MemoryConfig:
     extractor_nice: int | None = None
     # {"semantic": w, "keyword": w, "entity": w}, summing to 1 (see ranking.py)
     ranking_weights: dict[str, float] | None = None
+    # the process is offline_mem's own: allow its process-wide speed settings for the rest of the
+    # process (docs/embedding.md); the `offline-mem` command always does
+    own_process: bool = False
 
     @classmethod
     def from_dict(cls, values: dict[str, Any] | None) -> MemoryConfig:
@@ -71,7 +74,7 @@ class MemoryConfig:
         threads = values.get("threads")
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise ConfigError(f"config 'threads' must be a positive integer, got {threads!r}")
-        for key in ("reproducible", "async_mode", "job_worker"):
+        for key in ("reproducible", "async_mode", "job_worker", "own_process"):
             if not isinstance(values.get(key, False), bool):
                 raise ConfigError(f"config {key!r} must be true or false, got {values[key]!r}")
         nice = values.get("extractor_nice")

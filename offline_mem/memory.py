@@ -22,6 +22,7 @@ from .pinned.embedder import Embedder, QueryVectorCache
 from .pinned.entities import EntityExtractor, NoEntities, SpacyEntities
 from .pinned.extractor import Extractor, LlamaExtractor
 from .pinned.nlp import TextAnalyzer
+from .pinned.process_tuning import claim_process
 from .retrieval.ranking import Weights
 from .store.job_worker import JobWorker
 from .store.messages import is_indexed_message, message_embedding_text
@@ -71,6 +72,8 @@ class Memory(MemoryReads, MemoryJobs):
         self.weights = Weights(**config.ranking_weights) if config.ranking_weights else Weights()
         self.path = resolve_db_path(config)
         self.models_dir = resolve_models_dir(config.models_dir)
+        if config.own_process:
+            claim_process()
         self.embedder = embedder or self._load_embedder()
         self._query_embedder = QueryVectorCache(self.embedder)  # shared by the two searches
         self.analyzer = analyzer or self._load_analyzer()

@@ -323,3 +323,20 @@ def test_the_extractor_runs_at_background_priority_when_extraction_is_queued(tmp
     config = {"path": str(tmp_path / "q.db"), "async_mode": True, "nlp": None}
     with Memory(config, embedder=FakeEmbedder()) as mem:
         assert mem.extractor._thread._nice == BACKGROUND_NICE
+
+
+def test_only_an_own_process_config_allows_process_wide_settings(tmp_path, monkeypatch) -> None:
+    """`own_process`: false by default, and a Memory then leaves the process's settings alone;
+    true allows them for the rest of the process; anything but a bool is a config error."""
+    from offline_mem.config import MemoryConfig
+    from offline_mem.pinned import process_tuning
+
+    monkeypatch.setattr(process_tuning, "_owned", False)
+    assert MemoryConfig.from_dict({}).own_process is False
+    with pytest.raises(ConfigError, match="own_process"):
+        MemoryConfig.from_dict({"own_process": "yes"})
+    with Memory({"path": str(tmp_path / "a.db"), "nlp": None}, embedder=FakeEmbedder()):
+        assert not process_tuning.process_claimed()
+    config = {"path": str(tmp_path / "b.db"), "nlp": None, "own_process": True}
+    with Memory(config, embedder=FakeEmbedder()):
+        assert process_tuning.process_claimed()

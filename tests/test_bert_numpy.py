@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from offline_mem.pinned import blas_threads as blas_threads_module
+from offline_mem.pinned import process_tuning
 from offline_mem.pinned.bert_layout import UnsupportedLayout, read_layout
 from offline_mem.pinned.bert_numpy import NumpyBertEncoder, _gelu, load_encoder
 from offline_mem.pinned.blas_threads import MAX_THREADS, blas_threads_for_forward, idle_cores
@@ -235,9 +236,11 @@ def blas_threads() -> Iterator[object]:
 
 @pytest.fixture
 def runnable_tasks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
-    """Set the machine's runnable task count that the thread choice reads (a fake /proc/loadavg)."""
+    """Set the machine's runnable task count that the thread choice reads (a fake /proc/loadavg),
+    in a process offline_mem owns (the limit is set only there)."""
     fake = tmp_path / "loadavg"
     monkeypatch.setattr(blas_threads_module, "LOADAVG", fake)
+    monkeypatch.setattr(process_tuning, "_owned", True)
 
     def set_runnable(count: int | None) -> None:
         if count is None:
@@ -312,3 +315,34 @@ def test_the_limit_holds_inside_whichever_thread_calls(runnable_tasks, blas_thre
     assert seen == [[1] * len(before)] * 4
     assert overlap == [False] * 4
     assert blas_threads() == before
+
+
+def test_a_library_process_keeps_its_blas_threads(
+    encoder: NumpyBertEncoder, blas_threads: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where offline_mem does not own the process, a forward leaves the BLAS thread count alone:
+    another thread reading it while forwards run sees the count it had before."""
+    monkeypatch.setattr(process_tuning, "_owned", False)
+    before = blas_threads()  # type: ignore[operator]
+    seen: list[list[int]] = []
+    running = threading.Event()
+    done = threading.Event()
+
+    def watch() -> None:
+        running.wait()
+        while not done.is_set():
+            seen.append(blas_threads())  # type: ignore[operator]
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    with blas_threads_for_forward() as threads:
+        assert threads is None
+    try:
+        running.set()
+        for _ in range(20):
+            encoder.encode(TEXTS[:8])
+    finally:
+        done.set()
+        watcher.join()
+    assert seen and all(counts == before for counts in seen)
+    assert blas_threads() == before  # type: ignore[operator]

@@ -1,4 +1,5 @@
-"""spaCy imported the fast way (spacy_import.py) analyses text exactly as spaCy imported plainly.
+"""spaCy imported the fast way (spacy_import.py) analyses text exactly as spaCy imported plainly,
+and a process that offline_mem does not own gets the plain import.
 
 Each import runs in a fresh interpreter: which modules an import brings in is a property of the
 whole process.
@@ -7,6 +8,7 @@ whole process.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +19,8 @@ import pytest
 from offline_mem.pinned.model_files import verified_model_dir
 
 pytestmark = pytest.mark.real_model
+
+ROOT = Path(__file__).resolve().parents[1]
 
 TEXTS = [
     "My sister Marta moved to Porto in 2021 and works at Hospital São João.",
@@ -29,14 +33,18 @@ TEXTS = [
 PARSE = """
 import gc, json, sys
 mode, folder, texts = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+from offline_mem.pinned.process_tuning import claim_process
+from offline_mem.pinned.spacy_import import import_spacy
 if mode == "plain":
     import spacy
+elif mode == "library":  # a process that is not offline_mem's own
+    spacy = import_spacy()
 elif mode == "torch-first":
     import torch
-    from offline_mem.pinned.spacy_import import import_spacy
+    claim_process()
     spacy = import_spacy()
-else:
-    from offline_mem.pinned.spacy_import import import_spacy
+else:  # the fast import, where offline_mem owns the process (the command line)
+    claim_process()
     spacy = import_spacy()
 import thinc.compat
 state = {
@@ -66,6 +74,7 @@ def _run(mode: str, tmp_path: Path) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-c", PARSE, mode, folder, json.dumps(TEXTS)],
         capture_output=True, text=True, cwd=tmp_path, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},  # this checkout's offline_mem
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -101,3 +110,13 @@ def test_nothing_is_hidden_once_torch_is_imported(plain: dict[str, Any], tmp_pat
     after_torch = _run("torch-first", tmp_path)
     assert after_torch["state"]["thinc_has_torch"] is True
     assert after_torch["docs"] == plain["docs"]
+
+
+def test_a_library_process_gets_the_plain_import(plain: dict[str, Any], tmp_path: Path) -> None:
+    """Where offline_mem does not own the process, nothing is hidden, stood in for or paused:
+    thinc has its PyTorch support, as after `import spacy`."""
+    library = _run("library", tmp_path)
+    assert library["state"] == plain["state"]
+    assert library["state"]["thinc_has_torch"] is True
+    assert library["docs"] == plain["docs"]
+    assert library["info"] == plain["info"] and library["cli_info"]

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from ..errors import OfflineMemError
+from ..pinned.process_tuning import claim_process
 from .common import CliState
 
 EXIT_ERROR = 1
@@ -42,10 +43,12 @@ class _Main(click.Group):
 
 
 def run() -> None:
-    """The `offline-mem` program: `main`, then an exit that skips the garbage collector's last
-    passes over every object the models made (spaCy's vocabulary, the embedder's weights):
-    measured 0.40 s of a 2.7 s cold search on this 2-core machine, 0.05 s frozen. Files and
-    connections are closed by the commands themselves, before this."""
+    """The `offline-mem` program: the process is offline_mem's own, so its process-wide speed
+    settings are allowed (pinned/process_tuning.py); then `main`, then an exit that skips the
+    garbage collector's last passes over every object the models made (spaCy's vocabulary, the
+    embedder's weights): measured 0.40 s of a 2.7 s cold search on this 2-core machine, 0.05 s
+    frozen. Files and connections are closed by the commands themselves, before this."""
+    claim_process()
     try:
         main()
     finally:

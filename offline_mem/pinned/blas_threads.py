@@ -14,6 +14,10 @@ The BLAS thread count is a setting of the whole process, and threadpoolctl lets 
 holding it change it (others are silently ignored, so a limit set by one thread and restored by
 another would stick). Hence one lock: the limit is set and restored by the same thread, and one
 forward runs at a time (as the torch path before it did, for its tokenizer's sake).
+
+Being process-wide, the limit also holds for every other thread's numpy products while a forward
+runs, so it is set only where offline_mem owns the process (process_tuning.py); anywhere else a
+forward runs on the BLAS threads the application left (OpenBLAS: one per core unless told).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from .process_tuning import process_claimed
 
 MAX_THREADS = 2
 """Measured gains stop at the 2 cores of the machines this was measured on; a query's matrices are
@@ -41,10 +47,14 @@ _last_forward_end = float("-inf")
 
 
 @contextmanager
-def blas_threads_for_forward() -> Iterator[int]:
-    """Hold the forward lock with BLAS limited to `idle_cores()` threads; yields that count."""
+def blas_threads_for_forward() -> Iterator[int | None]:
+    """Hold the forward lock with BLAS limited to `idle_cores()` threads; yields that count.
+    Where offline_mem does not own the process: the lock only, and yields None."""
     global _spinning_workers, _last_forward_end
     with _lock:
+        if not process_claimed():
+            yield None
+            return
         ours = 1 + (_spinning_workers if time.monotonic() - _last_forward_end < SPIN_SECONDS else 0)
         threads = min(idle_cores(ours), MAX_THREADS)
         try:

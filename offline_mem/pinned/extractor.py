@@ -32,6 +32,7 @@ from ..errors import ExtractionError, ModelError
 from .decoding import GrammarSampler, decode_greedy, next_token_logits
 from .json_prefix import complete_prefix
 from .kv_slots import KvSlots
+from .llama_quiet import llama_logs_to_logging, load_llama
 from .model_thread import ModelThread
 
 DEFAULT_SEED = 1234
@@ -220,13 +221,13 @@ class LlamaExtractor(Extractor):
             raise ModelError(f"model {self.name!r} is not an extractor with a pinned chat format")
         folder = verified_model_dir(self.name, self.models_dir, manifest=manifest)
         try:
-            from llama_cpp import Llama
+            import llama_cpp  # noqa: F401
         except ImportError as exc:
             raise ModelError(
                 "the extractor needs llama-cpp-python: pip install 'offline_mem[extract]'"
             ) from exc
         try:
-            llm = Llama(
+            llm = load_llama(
                 model_path=str(folder / spec.primary),
                 chat_format=spec.chat_format,
                 n_ctx=self.n_ctx,
@@ -234,7 +235,6 @@ class LlamaExtractor(Extractor):
                 n_threads_batch=self.threads,
                 n_batch=REPRODUCIBLE_N_BATCH,
                 seed=self.seed,
-                verbose=False,
             )
         except Exception as exc:  # llama-cpp-python raises ValueError/RuntimeError on load
             raise ModelError(f"cannot load extractor {self.name!r} from {folder}: {exc}") from exc
@@ -262,7 +262,7 @@ class LlamaExtractor(Extractor):
         model_thread.py), one call at a time; `cancelled` is set if the caller is interrupted."""
 
         def on_model_thread(cancelled: threading.Event) -> T:
-            with self._lock:
+            with self._lock, llama_logs_to_logging():
                 return call(self._load().llm, cancelled)
 
         return self._thread.run(on_model_thread)
@@ -363,7 +363,7 @@ class LlamaExtractor(Extractor):
 
     def close(self) -> None:
         def release(_cancelled: threading.Event) -> None:
-            with self._lock:
+            with self._lock, llama_logs_to_logging():
                 if self._loaded is not None:
                     self._loaded.llm.close()
                     self._loaded = None

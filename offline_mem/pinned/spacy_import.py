@@ -13,13 +13,14 @@ Measured on this 2-core machine while other processes kept both cores busy (load
 1.9 s; also without the collector's passes (this module) 1.4 s. With less load: 2.3 s plain,
 0.6-0.75 s this way.
 
-So when offline_mem is the first to import spaCy, the import runs with the garbage collector
+Each of the three changes the process for a moment or for good (other threads' garbage is not
+collected meanwhile; `spacy.cli` is a stand-in meanwhile; thinc has no PyTorch support for the rest
+of the process), so they are made only where offline_mem owns the process (process_tuning.py):
+then, when offline_mem is the first to import spaCy, the import runs with the garbage collector
 paused, with `spacy.cli.info` standing in as a module whose `info` imports the real one when
 called (the real spacy.cli imports as usual afterwards), and — when neither thinc nor torch is
 imported yet — with thinc's own `import torch` (from the thinc.compat module only, in this thread
-only) failing as if torch were not installed. The consequence: in that process thinc has no
-PyTorch support. An application that runs spaCy pipelines on PyTorch (spacy-transformers) imports
-spacy or torch before its first search or add, and then nothing is hidden.
+only) failing as if torch were not installed. Anywhere else spaCy is imported plainly.
 tests/test_spacy_import.py checks that the pipeline's output is the same either way.
 """
 
@@ -33,6 +34,8 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
+from .process_tuning import process_claimed
+
 _TORCH = "torch"
 _TORCH_IMPORTER = "thinc.compat"  # the only module whose `import torch` is refused
 _CLI = ("spacy.cli", "spacy.cli.info")
@@ -42,6 +45,10 @@ def import_spacy() -> ModuleType:
     """The `spacy` module, imported as the module docstring says if it is not imported yet."""
     if "spacy" in sys.modules:
         return sys.modules["spacy"]
+    if not process_claimed():
+        import spacy
+
+        return spacy
     hide_torch = "thinc" not in sys.modules and _TORCH not in sys.modules
     try:
         with _gc_paused(), _cli_stubbed(), _torch_hidden_from_thinc(hide_torch):
