@@ -5,7 +5,7 @@ llama-cpp-python offers two ways, neither fit for a library: `verbose=True` prin
 (the model's metadata from Python, llama.cpp's log through llama-cpp-python's callback), and
 `verbose=False` points file descriptors 1 and 2 of the whole process at /dev/null while it loads a
 model (`suppress_stdout_stderr`, dup2), so whatever any other thread writes meanwhile is lost
-(abetlen/llama-cpp-python#1874 and #1013).
+(a known upstream bug in abetlen/llama-cpp-python).
 
 So `load_llama` builds a `Llama` that is verbose while llama-cpp-python makes the model, context
 and batch (no redirection) and not verbose from then on (no prints), and llama.cpp's log lines
