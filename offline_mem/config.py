@@ -43,7 +43,7 @@ class MemoryConfig:
     busy_timeout_ms: int = 30_000
     # MiB of large vector partitions held in memory for fast KNN (vector_cache.py), half for
     # memories' vectors and half for messages'; 0: none
-    vector_cache_mb: float = 512
+    vector_cache_mb: float = 1024
     # add(infer=True) queues the extraction and returns at once (a call's async_mode overrides)
     async_mode: bool = False
     # run queued extraction jobs in a background thread of the Memory (false: they wait for a

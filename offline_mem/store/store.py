@@ -40,7 +40,7 @@ class Store(StoreReads, SearchSignals, MessageIndex, JobQueue):
         db: Database,
         embedder: EmbedderIdentity,
         *,
-        vector_cache_mb: float = vector_cache.DEFAULT_BUDGET_MB,
+        vector_cache_mb: float = 2 * vector_cache.DEFAULT_BUDGET_MB,
     ) -> None:
         self.db = db
         self.embedder = embedder
@@ -65,7 +65,7 @@ class Store(StoreReads, SearchSignals, MessageIndex, JobQueue):
         *,
         embedder: EmbedderIdentity,
         busy_timeout_ms: int = 30_000,
-        vector_cache_mb: float = vector_cache.DEFAULT_BUDGET_MB,
+        vector_cache_mb: float = 2 * vector_cache.DEFAULT_BUDGET_MB,
     ) -> Store:
         db = Database(path, busy_timeout_ms=busy_timeout_ms)
         try:
