@@ -37,6 +37,20 @@ def combined(runs: Path) -> dict[str, Any]:
     dev = load(runs, "dev_after")
     if dev:
         out["dev_bytes"] = dev
+    layouts = load(runs, "layouts")
+    if layouts:
+        out["vector_layouts"] = layouts
+    alternated = load(runs, "search_ab")
+    if alternated:
+        out["search_alternated"] = alternated
+    for name in ("one_scope_100k_before", "one_scope_100k"):  # benchmarks/retrieval/scale.py
+        found = load(runs, name)
+        if found:
+            scenario = found["scenarios"]["100k"]
+            out[name] = {k: found[k] for k in ("command", "load_average")} | {
+                "search": scenario["latency"],
+                "search_without_cache": scenario["latency_without_vector_cache"],
+            }
     return out
 
 
@@ -81,10 +95,10 @@ def main() -> None:
         "",
         "Raw memories (`add(..., infer=False)`, one message each) through the public API; made by",
         "`benchmarks/storage/scale.py SCENARIO` (see its docstring for the stand-in models) and",
-        "`benchmarks/storage/report.py`. \"before\": the vec0 layout (commit 04b01f5), \"after\":",
-        "plain vector rows (migration 008). Search: `Memory.search` within one scope, top 10, warm,",
-        "p50 / p95 over 200 queries. Adds: a new scope's first add / its later adds, p50 over 200",
-        "new scopes. Compact: file size after `delete_all` of half the scopes and `compact`.",
+        '`benchmarks/storage/report.py`. "before": the vec0 layout (commit 04b01f5), "after":',
+        "plain vector rows (migration 008). Search: `Memory.search` within one scope, top 10,",
+        "warm, p50 / p95 over 200 queries. Adds: a new scope's first add / its later adds, p50",
+        "over 200 new scopes. Compact: file size after `delete_all` of half the scopes, compacted.",
         "",
         "| run | scopes x memories | file | per memory | per scope | search ms p50 / p95 "
         "| add ms first / later | delete half + compact |",
@@ -104,7 +118,57 @@ def main() -> None:
                 f"identical top 10 for {after['identical_top10_vs_before']} queries"
             )
     if comparisons:
-        lines += ["", "Side by side (same machine, run one after the other):", "", *comparisons]
+        lines += [
+            "",
+            "Side by side (same machine, one run after the other, under the load of other work:",
+            "the wall-clock ratios below are mostly that load; see the alternated runs):",
+            "",
+            *comparisons,
+        ]
+    alternated = results.get("search_alternated")
+    if alternated:
+        pairs = alternated["runs"]
+        before = [r for r in pairs if r["layout"] == "before"]
+        after = [r for r in pairs if r["layout"] == "after"]
+        mean = lambda rs, k: sum(r[k] for r in rs) / len(rs)  # noqa: E731
+        lines += [
+            "",
+            f"Search alternated before/after on the same machine ({len(before)} runs each, "
+            f"{alternated['what'].split(';')[0]}): wall p50 {mean(after, 'search_ms_p50'):.1f} "
+            f"against {mean(before, 'search_ms_p50'):.1f} ms "
+            f"({mean(after, 'search_ms_p50') / mean(before, 'search_ms_p50'):.2f}x), CPU time p50 "
+            f"{mean(after, 'search_cpu_ms_p50'):.1f} against "
+            f"{mean(before, 'search_cpu_ms_p50'):.1f} ms "
+            f"({mean(after, 'search_cpu_ms_p50') / mean(before, 'search_cpu_ms_p50'):.2f}x).",
+        ]
+    old, new = results.get("one_scope_100k_before"), results.get("one_scope_100k")
+    if old and new:
+        o, n = old["search"], new["search"]
+        ou, nu = old["search_without_cache"], new["search_without_cache"]
+        lines += [
+            "",
+            "One scope of 100,000 memories (`benchmarks/retrieval/scale.py --scenarios 100k`,",
+            "facts only, both layouts built and searched side by side, load average ~10): p50 "
+            f"{n['search_ms']['p50']:.0f} ms after against {o['search_ms']['p50']:.0f} ms before "
+            f"({n['search_ms']['p50'] / o['search_ms']['p50']:.2f}x) with the vector cache; "
+            f"without it {nu['search_ms']['p50']:.0f} against {ou['search_ms']['p50']:.0f} ms "
+            f"({nu['search_ms']['p50'] / ou['search_ms']['p50']:.2f}x).",
+        ]
+    layouts = results.get("vector_layouts")
+    if layouts:
+        lines += [
+            "",
+            f"Vector layouts alone (`benchmarks/storage/vector_layouts.py`, {layouts['scopes']:,} "
+            f"scopes x {layouts['per_scope']} vectors, exact top 10 within a scope):",
+            "",
+            "| layout | bytes per vector | KNN ms p50 / p95 | same top 10 as plain rows |",
+            "|---|---|---|---|",
+        ]
+        for name, r in layouts["layouts"].items():
+            lines.append(
+                f"| {name} | {r['bytes_per_vector']:,.0f} | {r['knn_ms_p50']:.2f} / "
+                f"{r['knn_ms_p95']:.2f} | {r['same_top10_as_plain_rows']} |"
+            )
     dev = results.get("dev_bytes")
     if dev:
         lines += [
