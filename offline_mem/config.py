@@ -54,6 +54,9 @@ class MemoryConfig:
     extractor_nice: int | None = None
     # {"semantic": w, "keyword": w, "entity": w}, summing to 1 (see ranking.py)
     ranking_weights: dict[str, float] | None = None
+    # an existing 0-byte file at `path` becomes a new memory file (else it is refused as a
+    # truncated one); a path with no file is always created
+    init_empty_file: bool = False
 
     @classmethod
     def from_dict(cls, values: dict[str, Any] | None) -> MemoryConfig:
@@ -70,7 +73,7 @@ class MemoryConfig:
         threads = values.get("threads")
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise ConfigError(f"config 'threads' must be a positive integer, got {threads!r}")
-        for key in ("reproducible", "async_mode", "job_worker"):
+        for key in ("reproducible", "async_mode", "job_worker", "init_empty_file"):
             if not isinstance(values.get(key, False), bool):
                 raise ConfigError(f"config {key!r} must be true or false, got {values[key]!r}")
         nice = values.get("extractor_nice")

@@ -47,6 +47,12 @@ class EmbedderMismatchError(StoreError):
     """The memory file was written with another embedder than the one configured."""
 
 
+class ImportRefusedError(OfflineMemError, ValueError):
+    """An export file cannot be trusted (a malformed line, a row the API would refuse, rows that
+    disagree) or it clashes with the target file. The message names the line and the reason.
+    Nothing was written."""
+
+
 class ModelError(OfflineMemError):
     """A pinned model is missing, unverifiable or failed to run."""
 

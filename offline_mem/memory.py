@@ -94,6 +94,7 @@ class Memory(MemoryReads, MemoryJobs):
             embedder=self.embedder.identity,
             busy_timeout_ms=config.busy_timeout_ms,
             vector_cache_mb=config.vector_cache_mb,
+            init_empty=config.init_empty_file,
         )
         self._lock = threading.RLock()
         self._index_pending_messages()
@@ -114,7 +115,12 @@ class Memory(MemoryReads, MemoryJobs):
         ident = model_identity(name, self.models_dir)
         if ident.dimension is None:
             raise ModelError(f"the manifest gives no dimension for embedder {name!r}")
-        identity = EmbedderIdentity(name=name, sha256=ident.sha256, dimension=ident.dimension)
+        identity = EmbedderIdentity(
+            name=name,
+            sha256=ident.sha256,
+            dimension=ident.dimension,
+            files_sha256=ident.files_sha256,
+        )
         return SentenceTransformerEmbedder(folder, identity)
 
     def _load_analyzer(self) -> TextAnalyzer:

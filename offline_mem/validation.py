@@ -21,6 +21,10 @@ MESSAGE_ROLES = ("system", "user", "assistant", "tool")
 MAX_TEXT_CHARS = 100_000
 MAX_ID_CHARS = 256
 RESERVED_METADATA_KEYS = ("user_id", "agent_id", "run_id", "actor_id")
+MAX_METADATA_DEPTH = 32  # nesting of dicts and lists in metadata
+# SQLite stores and compares integers as signed 64-bit: a larger one in metadata could never be
+# filtered exactly, so it is refused where it comes in (metadata and filter values alike).
+MIN_INT, MAX_INT = -(2**63), 2**63 - 1
 
 
 def check_encodable(value: str, name: str) -> str:
@@ -156,12 +160,36 @@ def _message(item: object, where: str) -> Message:
                    metadata=metadata or None, extract=extract)  # fmt: skip
 
 
+def check_int(value: int, name: str) -> int:
+    """An integer SQLite can hold (signed 64-bit)."""
+    if not MIN_INT <= value <= MAX_INT:
+        raise ValidationError(f"{name} is outside the signed 64-bit range SQLite stores: {value}")
+    return value
+
+
+def check_json_shape(value: object, name: str, *, max_depth: int = MAX_METADATA_DEPTH) -> None:
+    """Refuse a JSON-like value nested deeper than `max_depth` or holding an integer beyond 64
+    bits; walked without recursion, so any depth (or a cycle) ends in a ValidationError."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list, tuple)):
+            if depth > max_depth:
+                raise ValidationError(f"{name} is nested deeper than {max_depth} levels")
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+        elif isinstance(item, int) and not isinstance(item, bool):
+            check_int(item, f"an integer in {name}")
+
+
 def check_metadata(metadata: object) -> dict[str, Any]:
-    """A JSON-serialisable dict with string keys; scope keys are dropped with a warning (Mem0)."""
+    """A JSON-serialisable dict with string keys, at most MAX_METADATA_DEPTH deep, integers
+    within 64 bits; scope keys are dropped with a warning (Mem0)."""
     if metadata is None:
         return {}
     if not isinstance(metadata, dict):
         raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
+    check_json_shape(metadata, "metadata")
     clean = {}
     for key, value in metadata.items():
         if not isinstance(key, str) or not key:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ValidationError
-from ..validation import check_encodable, make_scope
+from ..validation import check_encodable, check_int, make_scope
 from ..values import SCOPE_KEYS, Scope
 
 COLUMN_KEYS = (
@@ -106,6 +106,8 @@ def _check_scalar(value: Any, key: str, op: str) -> Scalar:
         check_encodable(value, f"filter {key!r} value")
     if isinstance(value, float) and value != value:
         raise ValidationError(f"filter {key!r} value must not be NaN")
+    if isinstance(value, int) and not isinstance(value, bool):
+        check_int(value, f"filter {key!r} value")
     return value
 
 
