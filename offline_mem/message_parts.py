@@ -68,17 +68,9 @@ def read_content(content: object, where: str) -> tuple[str, dict[str, Any]]:
 def tool_metadata(item: dict[str, Any], where: str) -> dict[str, Any]:
     """The tool calls of an assistant message and the call id of a tool result, as given
     (JSON-serialisable, else refused)."""
-    from .validation import MAX_TEXT_CHARS, check_encodable, check_json_shape
-
     found = {key: item[key] for key in ("tool_calls", "tool_call_id") if item.get(key)}
-    check_json_shape(found, f"{where} tool fields")
     try:
-        text = json.dumps(found, allow_nan=False, ensure_ascii=False)
+        json.dumps(found, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValidationError(f"{where} tool fields are not JSON-serialisable: {exc}") from None
-    if "\\u0000" in text:
-        raise ValidationError(f"{where} tool fields contain a NUL character")
-    check_encodable(text, f"{where} tool fields")
-    if len(text) > MAX_TEXT_CHARS:
-        raise ValidationError(f"{where} tool fields are larger than {MAX_TEXT_CHARS} characters")
     return found

@@ -151,7 +151,11 @@ def _message(item: object, where: str) -> Message:
         raise ValidationError(f"{where} has no 'content'")
     content, metadata = read_content(item["content"], where)
     content = check_text(content, f"{where}['content']", allow_empty=True)
+    tools = {key: item.get(key) for key in ("tool_calls", "tool_call_id")}
+    check_json_shape(tools, f"{where} tool fields")
     metadata |= tool_metadata(item, where)
+    if metadata:
+        _check_stored_json(metadata, f"{where} tool fields")
     name = item.get("name")
     if name is not None:
         name = check_id(name, f"{where}['name']")
@@ -212,6 +216,16 @@ def check_metadata(metadata: object) -> dict[str, Any]:
     if len(text) > MAX_TEXT_CHARS:
         raise ValidationError(f"metadata is larger than {MAX_TEXT_CHARS} characters of JSON")
     return clean
+
+
+def _check_stored_json(value: dict[str, Any], name: str) -> None:
+    """A JSON value kept as text: no NUL, valid Unicode, within MAX_TEXT_CHARS."""
+    text = json.dumps(value, ensure_ascii=False)
+    if "\\u0000" in text:
+        raise ValidationError(f"{name} contain a NUL character")
+    check_encodable(text, name)
+    if len(text) > MAX_TEXT_CHARS:
+        raise ValidationError(f"{name} are larger than {MAX_TEXT_CHARS} characters of JSON")
 
 
 def check_top_k(value: object, *, name: str = "top_k") -> int:

@@ -26,7 +26,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from cli_helpers import Cli, install
+from cli_helpers import Cli
+from cli_helpers import install as install_cli
+from writer_process import WordAnalyzer
 
 from offline_mem import (
     CorruptFileError,
@@ -52,7 +54,14 @@ def open_memory(path: Path, **config: Any) -> Memory:
         embedder=FakeEmbedder(),
         extractor=FakeExtractor(),
         entities=FakeEntities(),
+        analyzer=WordAnalyzer(),
     )
+
+
+def install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Cli:
+    """The CLI with the fakes, and a word analyzer in place of spaCy."""
+    monkeypatch.setattr(Memory, "_load_analyzer", lambda self: WordAnalyzer())
+    return install_cli(monkeypatch, tmp_path)
 
 
 def file_digest(path: Path) -> str:
@@ -393,7 +402,7 @@ def test_a_truncated_file_is_refused_at_open(tmp_path: Path) -> None:
         ("export",),
         ("verify",),
         ("delete", "some-id"),
-        ("delete-all", "--user", "ana"),
+        ("delete-all", "--user", "ana", "--yes"),
         ("update", "some-id", "text"),
     ],
 )
@@ -466,3 +475,28 @@ def test_history_takes_the_scope_like_get(tmp_path: Path) -> None:
         tools = MemoryTools(memory, DefaultScope(user_id="ana"))
         with pytest.raises(OfflineMemError, match="no history"):
             tools.memory_history(bobs)
+
+
+def test_mcp_arguments_are_validated_strictly(tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    from pydantic import ValidationError as ArgumentsError
+
+    from offline_mem.mcp.server import MemoryServer
+    from offline_mem.mcp.tools import DefaultScope, MemoryTools
+
+    with open_memory(tmp_path / "m.db") as memory:
+        server = MemoryServer(MemoryTools(memory, DefaultScope(user_id="ana")))
+        tools = {tool.name: tool for tool in server.registered}
+        assert len(tools) == 7
+        add = tools["add_memory"].fn_metadata
+        assert add.validate_arguments({"text": "hi", "infer": False})["infer"] is False
+        for bad in (
+            {"text": "hi", "infer": "false"},
+            {"text": "hi", "user": "bob"},
+            {"text": "hi", "metadata": '{"k": 1}'},
+        ):
+            with pytest.raises(ArgumentsError):
+                add.validate_arguments(bad)
+        with pytest.raises(ArgumentsError):
+            tools["search_memory"].fn_metadata.validate_arguments({"query": "x", "top_k": "5"})
+        assert all(t.parameters.get("additionalProperties") is False for t in tools.values())

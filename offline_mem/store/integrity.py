@@ -299,6 +299,21 @@ def _vector_values(c: _Checker) -> None:
     c.problems("vector values", details)
 
 
+def _texts(c: _Checker) -> None:
+    """Each memory's text still hashes to its `hash` (a changed byte of the text shows here)."""
+    from ..values import content_hash
+
+    details = []
+    for mid, text, digest in c.db.query("SELECT id, text, hash FROM memories"):
+        try:
+            same = isinstance(text, str) and content_hash(text) == digest
+        except UnicodeEncodeError:
+            same = False
+        if not same:
+            details.append(f"memory {mid}'s text does not match its hash")
+    c.problems("texts", details)
+
+
 def _scopes(c: _Checker) -> None:
     """Provenance, entity links and supersession stay within one scope: a link across scopes
     would show one scope's messages or memories in another's results."""
@@ -368,6 +383,7 @@ CHECKS: list[tuple[str, Callable[..., None]]] = [
     ("message keyword statistics", _message_keyword_stats),
     ("links", _links),
     ("vector values", _vector_values),
+    ("texts", _texts),
     ("scopes", _scopes),
     ("models", _models),
 ]
