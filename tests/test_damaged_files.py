@@ -1,9 +1,9 @@
 """100 randomly damaged copies of a memory file (byte flips, truncations down to 0 bytes, swapped
 pages; seed 45): each is refused when opened, or `verify` reports it, or its damage fell on bytes
 that hold no data (every row reads back as the original's, vectors to within 0.001: sqlite-vec
-preallocates chunks with room for vectors not stored yet, and most of the file is that room). None is opened and written as if
-sound. Each copy is tried in a child process, so a crash in SQLite or sqlite-vec is caught and
-named.
+preallocates chunks with room for vectors not stored yet, and most of the file is that room).
+None is opened and written as if sound. Each copy is tried in a child process, so a crash in
+SQLite or sqlite-vec is caught and named.
 
 `python tests/test_damaged_files.py FOLDER` is the child; `--report` prints the tally.
 """
@@ -118,7 +118,7 @@ def same_data(a: Any, b: Any) -> bool:
 
 
 def outcome(path: str, original_dump: Any) -> str:
-    """"open: <error>", "verify: <problems>", "same data" (every row reads as the original's:
+    """ "open: <error>", "verify: <problems>", "same data" (every row reads as the original's:
     the damage fell on unused bytes) or "ACCEPTED" (opened, verified, and different: a damaged
     file taken as sound)."""
     from offline_mem import OfflineMemError

@@ -153,8 +153,14 @@ def export(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     path = tmp_path_factory.mktemp("fuzz-source") / "source.db"
     with open_memory(path) as mem:
         mem.add("I keep bees", user_id="u1", metadata={"k": 1}, infer=False)
-        mem.add([{"role": "user", "content": "hi", "name": "Ana"},
-                 {"role": "assistant", "content": "hello"}], user_id="u2", infer=False)
+        mem.add(
+            [
+                {"role": "user", "content": "hi", "name": "Ana"},
+                {"role": "assistant", "content": "hello"},
+            ],
+            user_id="u2",
+            infer=False,
+        )
         lines = list(export_lines(mem.store.db, vectors=True))
     return [json.loads(line) for line in lines]
 

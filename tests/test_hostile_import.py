@@ -301,9 +301,10 @@ def test_verify_rejects_a_nan_vector_and_a_cross_scope_source(tmp_path: Path) ->
             db.execute("INSERT INTO provenance (memory_rowid, message_seq) VALUES (?, ?)",
                        (ana, bob_message))  # fmt: skip
         report = verify_file(db, embedder=memory.embedder.identity)
-    assert report.problems_of("vector values") and "NaN" in report.problems_of(
-        "vector values"
-    )[0].detail
+    assert (
+        report.problems_of("vector values")
+        and "NaN" in report.problems_of("vector values")[0].detail
+    )
     assert "of another scope" in report.problems_of("scopes")[0].detail
 
 

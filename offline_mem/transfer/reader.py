@@ -70,9 +70,7 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return value
 
 
-_DECODER = json.JSONDecoder(
-    parse_constant=_constant, parse_float=_finite, object_pairs_hook=_pairs
-)
+_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_finite, object_pairs_hook=_pairs)
 
 
 def parse_line(number: int, text: str) -> Any:
@@ -280,9 +278,9 @@ def _check_consistency(data: ExportData) -> None:
                 raise _refuse(where, str(exc)) from None
     for where, row in _rows(data, "history"):
         owner, related = row["memory_id"], row["related_memory_id"]
-        if owner in memory_ids and related in memory_ids:
-            if memory_scopes[owner] != memory_scopes[related]:
-                raise _refuse(where, f"related_memory_id {related!r} is of another scope")
+        linked = owner in memory_ids and related in memory_ids
+        if linked and memory_scopes[owner] != memory_scopes[related]:
+            raise _refuse(where, f"related_memory_id {related!r} is of another scope")
     _unique(data, "job", lambda r: r["id"])
     for where, row in _rows(data, "job"):
         _check_scope(row, where)

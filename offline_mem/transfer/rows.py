@@ -114,7 +114,7 @@ def check_memory(row: dict[str, Any]) -> None:
     check_role(row["attributed_to"], "attributed_to")
     check_token(row["actor_id"], "actor_id")
     if row["memory_type"] not in MEMORY_TYPES:
-        raise ValidationError(f"memory_type must be None or 'procedural_memory'")
+        raise ValidationError("memory_type must be None or 'procedural_memory'")
     if row["superseded_by"] is not None:
         check_uuid(row["superseded_by"], "superseded_by")
     for key in ("created_at", "updated_at", "observed_at"):
