@@ -151,8 +151,8 @@ def _check_row(number: int, row: Any, last_kind: int) -> tuple[str, int]:
     if not isinstance(row, dict):
         raise _refuse(where, "not a JSON object")
     kind = row.get("type")
-    if kind not in KINDS:
-        raise _refuse(where, f"unknown type {kind!r}")
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise _refuse(where, f"unknown type {str(kind)[:80]!r}")
     position = ORDER.index(kind)
     if position < last_kind:
         raise _refuse(where, f"a {kind} line after the {ORDER[last_kind]} lines")
