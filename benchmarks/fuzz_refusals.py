@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def main() -> int:
     per_test = int(sys.argv[1]) if len(sys.argv) > 1 else 3334
     os.environ["OFFLINE_MEM_FUZZ_EXAMPLES"] = str(per_test)
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
     import pytest
 
     started = time.perf_counter()

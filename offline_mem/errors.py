@@ -7,6 +7,19 @@ keeps working. The CLI alone turns these into messages and exit codes.
 
 from __future__ import annotations
 
+import reprlib
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel = 4
+_SHOWN.maxstring = _SHOWN.maxother = 200
+_SHOWN.maxlong = 80
+
+
+def shown(value: object) -> str:
+    """A caller's value as an error message shows it: its repr, cut short and at most 4 levels
+    deep (the plain repr of a value nested thousands deep exhausts the recursion limit)."""
+    return _SHOWN.repr(value)
+
 
 class OfflineMemError(Exception):
     """Base class of every error offline_mem raises on purpose."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .errors import MemoryNotFoundError, ValidationError
+from .errors import MemoryNotFoundError, ValidationError, shown
 from .pinned.embedder import Embedder
 from .pinned.entities import EntityExtractor
 from .pinned.nlp import TextAnalyzer
@@ -52,7 +52,7 @@ class MemoryReads:
         scope = make_scope(user_id, agent_id, run_id, required=False)
         record = self.store.get(key)
         if record is None or not in_scope(record, scope):
-            raise MemoryNotFoundError(f"no memory with id {key!r} in the scope named")
+            raise MemoryNotFoundError(f"no memory with id {shown(key)} in the scope named")
         return record
 
     def get(

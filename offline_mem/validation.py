@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ScopeRequiredError, ValidationError
+from .errors import ScopeRequiredError, ValidationError, shown
 from .values import Scope
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,9 @@ def check_id(value: object, name: str) -> str:
     if not text:
         raise ValidationError(f"{name} must not be empty")
     if any(ch.isspace() for ch in text) or any(ord(ch) < 32 for ch in text):
-        raise ValidationError(f"{name} must not contain whitespace or control characters: {text!r}")
+        raise ValidationError(
+            f"{name} must not contain whitespace or control characters: {shown(text)}"
+        )
     check_encodable(text, name)
     if len(text) > MAX_ID_CHARS:
         raise ValidationError(f"{name} is longer than {MAX_ID_CHARS} characters")
@@ -70,7 +72,7 @@ def make_scope(
 
 def check_memory_id(value: object) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ValidationError(f"memory_id must be a non-empty string, got {value!r}")
+        raise ValidationError(f"memory_id must be a non-empty string, got {shown(value)}")
     return check_encodable(value.strip(), "memory_id")
 
 
@@ -146,7 +148,7 @@ def _message(item: object, where: str) -> Message:
         raise ValidationError(f"{where} must be a dict with 'role' and 'content'")
     role = item.get("role")
     if role not in MESSAGE_ROLES:
-        raise ValidationError(f"{where}['role'] must be one of {MESSAGE_ROLES}, got {role!r}")
+        raise ValidationError(f"{where}['role'] must be one of {MESSAGE_ROLES}, got {shown(role)}")
     if "content" not in item:
         raise ValidationError(f"{where} has no 'content'")
     content, metadata = read_content(item["content"], where)
@@ -197,7 +199,7 @@ def check_metadata(metadata: object) -> dict[str, Any]:
     clean = {}
     for key, value in metadata.items():
         if not isinstance(key, str) or not key:
-            raise ValidationError(f"metadata keys must be non-empty strings, got {key!r}")
+            raise ValidationError(f"metadata keys must be non-empty strings, got {shown(key)}")
         if "\x00" in key:
             raise ValidationError("metadata keys must not contain NUL characters")
         if key in RESERVED_METADATA_KEYS:
@@ -230,13 +232,13 @@ def _check_stored_json(value: dict[str, Any], name: str) -> None:
 
 def check_top_k(value: object, *, name: str = "top_k") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10_000:
-        raise ValidationError(f"{name} must be an integer from 1 to 10000, got {value!r}")
+        raise ValidationError(f"{name} must be an integer from 1 to 10000, got {shown(value)}")
     return value
 
 
 def check_offset(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValidationError(f"offset must be a non-negative integer, got {value!r}")
+        raise ValidationError(f"offset must be a non-negative integer, got {shown(value)}")
     return value
 
 
@@ -244,9 +246,9 @@ def check_threshold(value: object) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise ValidationError(f"threshold must be a number from 0 to 1, got {value!r}")
+        raise ValidationError(f"threshold must be a number from 0 to 1, got {shown(value)}")
     if not 0.0 <= float(value) <= 1.0:
-        raise ValidationError(f"threshold must be a number from 0 to 1, got {value!r}")
+        raise ValidationError(f"threshold must be a number from 0 to 1, got {shown(value)}")
     return float(value)
 
 

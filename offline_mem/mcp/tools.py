@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import MemoryNotFoundError, ValidationError
+from ..errors import MemoryNotFoundError, ValidationError, shown
 from ..memory import Memory
 from ..values import SCOPE_KEYS
 from . import text as mcp_text
@@ -172,7 +172,8 @@ class MemoryTools:
             if value is not None:
                 if key in where and where[key] != value:
                     raise ValidationError(
-                        f"{key} is {value!r} but filters name {key} {where[key]!r}; give one"
+                        f"{key} is {shown(value)} but filters name {key} "
+                        f"{shown(where[key])}; give one"
                     )
                 where[key] = value
             elif key not in where and defaults[key] is not None:

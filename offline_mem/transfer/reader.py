@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
-from ..errors import ValidationError
+from ..errors import ValidationError, shown
 from ..store.migrations import SCHEMA_VERSION
 from ..validation import check_json_shape
 from ..values import SCOPE_KEYS, Scope, content_hash
@@ -152,7 +152,7 @@ def _check_row(number: int, row: Any, last_kind: int) -> tuple[str, int]:
         raise _refuse(where, "not a JSON object")
     kind = row.get("type")
     if not isinstance(kind, str) or kind not in KINDS:
-        raise _refuse(where, f"unknown type {str(kind)[:80]!r}")
+        raise _refuse(where, f"unknown type {shown(kind)}")
     position = ORDER.index(kind)
     if position < last_kind:
         raise _refuse(where, f"a {kind} line after the {ORDER[last_kind]} lines")
