@@ -196,7 +196,10 @@ def read_export(lines: Iterable[str] | IO[str]) -> ExportData:
             continue
         kind, last_kind = _check_row(number, value, last_kind)
         if data.count(kind) >= data.header["counts"].get(kind, 0):
-            raise _refuse(f"line {number}", f"more {kind} lines than the header announces")
+            announced = data.header["counts"].get(kind, 0)
+            raise _refuse(
+                f"line {number}", f"the header announces {announced} {kind} lines; one more"
+            )
         data.rows[kind].append(value)
         data.lines[kind].append(number)
     if data is None:
@@ -215,10 +218,11 @@ def read_export(lines: Iterable[str] | IO[str]) -> ExportData:
 
 def _unique(data: ExportData, kind: str, key: Callable[[dict[str, Any]], Any]) -> set[Any]:
     seen: set[Any] = set()
+    what = "entity" if kind == "entity" else f"{kind} id"
     for row, number in zip(data.rows[kind], data.lines[kind], strict=True):
         value = key(row)
         if value in seen:
-            raise _refuse(_where(number, kind, row), f"the {kind} {value!r} appears twice")
+            raise _refuse(_where(number, kind, row), f"{what}: {value!r} appears twice")
         seen.add(value)
     return seen
 
