@@ -95,6 +95,31 @@ def _check_header(path: str, size: int) -> None:
         raise damaged(path, f"the header records {pages} pages, the file holds {size // page}")
 
 
+def _create(path: str, driver: ModuleType) -> None:
+    """A new memory file appears whole: SQLite makes it (with its header, in WAL mode) under a
+    name of its own beside `path`, and it is hard-linked into place. So no process ever sees a
+    new memory file empty, and an empty file can be refused as a truncated one. A process that
+    loses the race to another opens the other's file; where hard links are not supported,
+    SQLite creates the file in place."""
+    import uuid
+
+    staging = f"{path}.{uuid.uuid4().hex}.creating"
+    try:
+        conn = driver.connect(staging)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+        finally:
+            conn.close()
+        with contextlib.suppress(OSError):  # FileExistsError: another process created it
+            os.link(staging, path)
+    except driver.Error as exc:
+        raise StoreError(f"cannot create memory file {path!r}: {exc}") from exc
+    finally:
+        for leftover in (staging, staging + "-wal", staging + "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(leftover)
+
+
 # Files (path, size, mtime) that passed `quick_check` in this process: checked once each.
 _checked: set[tuple[str, int, int]] = set()
 _checked_lock = threading.Lock()
@@ -173,6 +198,8 @@ class Database:
         self._serial: Any = threading.RLock() if self._memory else contextlib.nullcontext()
         self._closed = False
         self._check = check
+        if not self._memory and not os.path.lexists(path):
+            _create(path, self.driver)
         _refuse_stub(path, init_empty=init_empty, check=check)
         self._first = self._connect(first=True)
 
