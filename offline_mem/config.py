@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, shown
 
 DB_ENV = "OFFLINE_MEM_DB"
 MODELS_ENV = "OFFLINE_MEM_MODELS"
@@ -58,6 +58,9 @@ class MemoryConfig:
     # the process is offline_mem's own: allow its process-wide speed settings for the rest of the
     # process (docs/embedding.md); the `offline-mem` command always does
     own_process: bool = False
+    # an existing 0-byte file at `path` becomes a new memory file (else it is refused as a
+    # truncated one); a path with no file is always created
+    init_empty_file: bool = False
 
     @classmethod
     def from_dict(cls, values: dict[str, Any] | None) -> MemoryConfig:
@@ -68,24 +71,28 @@ class MemoryConfig:
             raise ConfigError(f"unknown config key(s) {unknown}; known keys are {sorted(known)}")
         for key in ("path", "models_dir", "custom_instructions"):
             if values.get(key) is not None and not isinstance(values[key], (str, os.PathLike)):
-                raise ConfigError(f"config {key!r} must be a string path, got {values[key]!r}")
+                raise ConfigError(
+                    f"config {shown(key)} must be a string path, got {shown(values[key])}"
+                )
             if isinstance(values.get(key), os.PathLike):
                 values[key] = os.fspath(values[key])
         threads = values.get("threads")
         if threads is not None and (not isinstance(threads, int) or threads < 1):
-            raise ConfigError(f"config 'threads' must be a positive integer, got {threads!r}")
-        for key in ("reproducible", "async_mode", "job_worker", "own_process"):
+            raise ConfigError(f"config 'threads' must be a positive integer, got {shown(threads)}")
+        for key in ("reproducible", "async_mode", "job_worker", "own_process", "init_empty_file"):
             if not isinstance(values.get(key, False), bool):
-                raise ConfigError(f"config {key!r} must be true or false, got {values[key]!r}")
+                raise ConfigError(
+                    f"config {shown(key)} must be true or false, got {shown(values[key])}"
+                )
         nice = values.get("extractor_nice")
         if nice is not None and (
             isinstance(nice, bool) or not isinstance(nice, int) or not 0 <= nice <= 19
         ):
-            raise ConfigError(f"config 'extractor_nice' must be an integer 0-19, got {nice!r}")
+            raise ConfigError(f"config 'extractor_nice' must be an integer 0-19, got {shown(nice)}")
         cache_mb = values.get("vector_cache_mb", cls.vector_cache_mb)
         if isinstance(cache_mb, bool) or not isinstance(cache_mb, (int, float)) or cache_mb < 0:
             raise ConfigError(
-                f"config 'vector_cache_mb' must be a number of MiB >= 0, got {cache_mb!r}"
+                f"config 'vector_cache_mb' must be a number of MiB >= 0, got {shown(cache_mb)}"
             )
         return cls(**values)
 

@@ -7,6 +7,19 @@ keeps working. The CLI alone turns these into messages and exit codes.
 
 from __future__ import annotations
 
+import reprlib
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel = 4
+_SHOWN.maxstring = _SHOWN.maxother = 200
+_SHOWN.maxlong = 80
+
+
+def shown(value: object) -> str:
+    """A caller's value as an error message shows it: its repr, cut short and at most 4 levels
+    deep (the plain repr of a value nested thousands deep exhausts the recursion limit)."""
+    return _SHOWN.repr(value)
+
 
 class OfflineMemError(Exception):
     """Base class of every error offline_mem raises on purpose."""
@@ -45,6 +58,12 @@ class SchemaVersionError(StoreError):
 
 class EmbedderMismatchError(StoreError):
     """The memory file was written with another embedder than the one configured."""
+
+
+class ImportRefusedError(OfflineMemError, ValueError):
+    """An export file cannot be trusted (a malformed line, a row the API would refuse, rows that
+    disagree) or it clashes with the target file. The message names the line and the reason.
+    Nothing was written."""
 
 
 class ModelError(OfflineMemError):

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .config import MemoryConfig, resolve_db_path, resolve_models_dir
-from .errors import ModelError, ValidationError
+from .errors import ModelError, ValidationError, shown
 from .memory_jobs import MemoryJobs
 from .memory_reads import MemoryReads, in_scope
 from .pinned.embedder import Embedder, QueryVectorCache
@@ -97,6 +97,7 @@ class Memory(MemoryReads, MemoryJobs):
             embedder=self.embedder.identity,
             busy_timeout_ms=config.busy_timeout_ms,
             vector_cache_mb=config.vector_cache_mb,
+            init_empty=config.init_empty_file,
         )
         self._lock = threading.RLock()
         self._index_pending_messages()
@@ -116,8 +117,13 @@ class Memory(MemoryReads, MemoryJobs):
         folder = verified_model_dir(name, self.models_dir)
         ident = model_identity(name, self.models_dir)
         if ident.dimension is None:
-            raise ModelError(f"the manifest gives no dimension for embedder {name!r}")
-        identity = EmbedderIdentity(name=name, sha256=ident.sha256, dimension=ident.dimension)
+            raise ModelError(f"the manifest gives no dimension for embedder {shown(name)}")
+        identity = EmbedderIdentity(
+            name=name,
+            sha256=ident.sha256,
+            dimension=ident.dimension,
+            files_sha256=ident.files_sha256,
+        )
         return SentenceTransformerEmbedder(folder, identity)
 
     def _load_analyzer(self) -> TextAnalyzer:
@@ -237,16 +243,18 @@ class Memory(MemoryReads, MemoryJobs):
         call_time = None if timestamp is None else parse_datetime(timestamp, what="timestamp")
         if memory_type is not None and memory_type != "procedural_memory":
             raise ValidationError(
-                f"memory_type must be None or 'procedural_memory', got {memory_type!r}"
+                f"memory_type must be None or 'procedural_memory', got {shown(memory_type)}"
             )
         if prompt is not None:
             check_text(prompt, "prompt")
         if not isinstance(infer, bool):
-            raise ValidationError(f"infer must be True or False, got {infer!r}")
+            raise ValidationError(f"infer must be True or False, got {shown(infer)}")
         if async_mode is None:
             async_mode = self.config.async_mode
         elif not isinstance(async_mode, bool):
-            raise ValidationError(f"async_mode must be True, False or None, got {async_mode!r}")
+            raise ValidationError(
+                f"async_mode must be True, False or None, got {shown(async_mode)}"
+            )
         new_messages = [self._new_message(m, call_time) for m in parsed]
         if memory_type == "procedural_memory" and scope.agent_id is None:
             raise ValidationError("memory_type='procedural_memory' needs an agent_id")

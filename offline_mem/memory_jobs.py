@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .config import MemoryConfig
-from .errors import FlushTimeoutError, ValidationError
+from .errors import FlushTimeoutError, ValidationError, shown
 from .pinned.embedder import Embedder
 from .store.job_worker import POLL_S, JobWorker
 from .store.jobs import JobClaim, JobRecord, NewJob
@@ -115,7 +115,7 @@ class MemoryJobs:
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0
         ):
-            raise ValidationError(f"timeout must be None or a number >= 0, got {timeout!r}")
+            raise ValidationError(f"timeout must be None or a number >= 0, got {shown(timeout)}")
         deadline = None if timeout is None else time.monotonic() + timeout
         while (left := self.store.pending_jobs()) > 0:
             remaining = POLL_S if deadline is None else deadline - time.monotonic()

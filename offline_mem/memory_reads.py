@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .errors import MemoryNotFoundError, ValidationError
+from .errors import MemoryNotFoundError, ValidationError, shown
 from .pinned.embedder import Embedder
 from .pinned.entities import EntityExtractor
 from .pinned.nlp import TextAnalyzer
@@ -52,7 +52,7 @@ class MemoryReads:
         scope = make_scope(user_id, agent_id, run_id, required=False)
         record = self.store.get(key)
         if record is None or not in_scope(record, scope):
-            raise MemoryNotFoundError(f"no memory with id {key!r} in the scope named")
+            raise MemoryNotFoundError(f"no memory with id {shown(key)} in the scope named")
         return record
 
     def get(
@@ -321,10 +321,27 @@ class MemoryReads:
             scored = {seq: score for seq, score in scored.items() if score >= floor}
         return self.store.message_hits(scored)
 
-    def history(self, memory_id: str, **unknown: Any) -> list[dict[str, Any]]:
-        """Every ADD/UPDATE/SUPERSEDE/DELETE of the memory, oldest first; kept after deletion."""
+    def history(
+        self,
+        memory_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        **unknown: Any,
+    ) -> list[dict[str, Any]]:
+        """Every ADD/UPDATE/SUPERSEDE/DELETE of the memory, oldest first; kept after deletion.
+        With a scope named (as for `get`), only the history of a live memory of that scope: a
+        deleted memory's row, and the scope it had, are gone from the file, so its history is
+        returned only to a call that names no scope."""
         reject_unknown_kwargs("history", unknown)
-        return [row.to_dict() for row in self.store.history(check_memory_id(memory_id))]
+        key = check_memory_id(memory_id)
+        scope = make_scope(user_id, agent_id, run_id, required=False)
+        if not scope.is_empty():
+            record = self.store.get(key)
+            if record is None or not in_scope(record, scope):
+                return []
+        return [row.to_dict() for row in self.store.history(key)]
 
 
 def _exact_scope(filters: dict[str, Any] | None) -> Scope | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date, datetime, timezone
 
-from .errors import ValidationError
+from .errors import ValidationError, shown
 
 
 def utc_now() -> datetime:
@@ -31,16 +31,20 @@ def parse_datetime(value: object, *, what: str) -> datetime:
         except ValueError:
             raise ValidationError(
                 f"{what} must be an ISO-8601 date or datetime such as '2026-05-01' or "
-                f"'2026-05-01T09:30:00Z', got {value!r}"
+                f"'2026-05-01T09:30:00Z', got {shown(value)}"
             ) from None
     else:
-        raise ValidationError(f"{what} must be a date, datetime or ISO-8601 string, got {value!r}")
+        raise ValidationError(
+            f"{what} must be a date, datetime or ISO-8601 string, got {shown(value)}"
+        )
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     try:
         return moment.astimezone(timezone.utc)
     except OverflowError:  # e.g. 0001-01-01T00:00+01:00 is before year 1 in UTC
-        raise ValidationError(f"{what} is outside the years 1-9999 in UTC: {value!r}") from None
+        raise ValidationError(
+            f"{what} is outside the years 1-9999 in UTC: {shown(value)}"
+        ) from None
 
 
 def parse_expiration(value: object) -> str:

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ScopeRequiredError, ValidationError
+from .errors import ScopeRequiredError, ValidationError, shown
 from .values import Scope
 
 log = logging.getLogger(__name__)
@@ -21,6 +21,10 @@ MESSAGE_ROLES = ("system", "user", "assistant", "tool")
 MAX_TEXT_CHARS = 100_000
 MAX_ID_CHARS = 256
 RESERVED_METADATA_KEYS = ("user_id", "agent_id", "run_id", "actor_id")
+MAX_METADATA_DEPTH = 32  # nesting of dicts and lists in metadata
+# SQLite stores and compares integers as signed 64-bit: a larger one in metadata could never be
+# filtered exactly, so it is refused where it comes in (metadata and filter values alike).
+MIN_INT, MAX_INT = -(2**63), 2**63 - 1
 
 
 def check_encodable(value: str, name: str) -> str:
@@ -41,7 +45,9 @@ def check_id(value: object, name: str) -> str:
     if not text:
         raise ValidationError(f"{name} must not be empty")
     if any(ch.isspace() for ch in text) or any(ord(ch) < 32 for ch in text):
-        raise ValidationError(f"{name} must not contain whitespace or control characters: {text!r}")
+        raise ValidationError(
+            f"{name} must not contain whitespace or control characters: {shown(text)}"
+        )
     check_encodable(text, name)
     if len(text) > MAX_ID_CHARS:
         raise ValidationError(f"{name} is longer than {MAX_ID_CHARS} characters")
@@ -66,7 +72,7 @@ def make_scope(
 
 def check_memory_id(value: object) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ValidationError(f"memory_id must be a non-empty string, got {value!r}")
+        raise ValidationError(f"memory_id must be a non-empty string, got {shown(value)}")
     return check_encodable(value.strip(), "memory_id")
 
 
@@ -142,12 +148,16 @@ def _message(item: object, where: str) -> Message:
         raise ValidationError(f"{where} must be a dict with 'role' and 'content'")
     role = item.get("role")
     if role not in MESSAGE_ROLES:
-        raise ValidationError(f"{where}['role'] must be one of {MESSAGE_ROLES}, got {role!r}")
+        raise ValidationError(f"{where}['role'] must be one of {MESSAGE_ROLES}, got {shown(role)}")
     if "content" not in item:
         raise ValidationError(f"{where} has no 'content'")
     content, metadata = read_content(item["content"], where)
     content = check_text(content, f"{where}['content']", allow_empty=True)
+    tools = {key: item.get(key) for key in ("tool_calls", "tool_call_id")}
+    check_json_shape(tools, f"{where} tool fields")
     metadata |= tool_metadata(item, where)
+    if metadata:
+        _check_stored_json(metadata, f"{where} tool fields")
     name = item.get("name")
     if name is not None:
         name = check_id(name, f"{where}['name']")
@@ -156,16 +166,40 @@ def _message(item: object, where: str) -> Message:
                    metadata=metadata or None, extract=extract)  # fmt: skip
 
 
+def check_int(value: int, name: str) -> int:
+    """An integer SQLite can hold (signed 64-bit)."""
+    if not MIN_INT <= value <= MAX_INT:
+        raise ValidationError(f"{name} is outside the signed 64-bit range SQLite stores: {value}")
+    return value
+
+
+def check_json_shape(value: object, name: str, *, max_depth: int = MAX_METADATA_DEPTH) -> None:
+    """Refuse a JSON-like value nested deeper than `max_depth` or holding an integer beyond 64
+    bits; walked without recursion, so any depth (or a cycle) ends in a ValidationError."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list, tuple)):
+            if depth > max_depth:
+                raise ValidationError(f"{name} is nested deeper than {max_depth} levels")
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+        elif isinstance(item, int) and not isinstance(item, bool):
+            check_int(item, f"an integer in {name}")
+
+
 def check_metadata(metadata: object) -> dict[str, Any]:
-    """A JSON-serialisable dict with string keys; scope keys are dropped with a warning (Mem0)."""
+    """A JSON-serialisable dict with string keys, at most MAX_METADATA_DEPTH deep, integers
+    within 64 bits; scope keys are dropped with a warning (Mem0)."""
     if metadata is None:
         return {}
     if not isinstance(metadata, dict):
         raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
+    check_json_shape(metadata, "metadata")
     clean = {}
     for key, value in metadata.items():
         if not isinstance(key, str) or not key:
-            raise ValidationError(f"metadata keys must be non-empty strings, got {key!r}")
+            raise ValidationError(f"metadata keys must be non-empty strings, got {shown(key)}")
         if "\x00" in key:
             raise ValidationError("metadata keys must not contain NUL characters")
         if key in RESERVED_METADATA_KEYS:
@@ -186,15 +220,25 @@ def check_metadata(metadata: object) -> dict[str, Any]:
     return clean
 
 
+def _check_stored_json(value: dict[str, Any], name: str) -> None:
+    """A JSON value kept as text: no NUL, valid Unicode, within MAX_TEXT_CHARS."""
+    text = json.dumps(value, ensure_ascii=False)
+    if "\\u0000" in text:
+        raise ValidationError(f"{name} contain a NUL character")
+    check_encodable(text, name)
+    if len(text) > MAX_TEXT_CHARS:
+        raise ValidationError(f"{name} are larger than {MAX_TEXT_CHARS} characters of JSON")
+
+
 def check_top_k(value: object, *, name: str = "top_k") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10_000:
-        raise ValidationError(f"{name} must be an integer from 1 to 10000, got {value!r}")
+        raise ValidationError(f"{name} must be an integer from 1 to 10000, got {shown(value)}")
     return value
 
 
 def check_offset(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValidationError(f"offset must be a non-negative integer, got {value!r}")
+        raise ValidationError(f"offset must be a non-negative integer, got {shown(value)}")
     return value
 
 
@@ -202,9 +246,9 @@ def check_threshold(value: object) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise ValidationError(f"threshold must be a number from 0 to 1, got {value!r}")
+        raise ValidationError(f"threshold must be a number from 0 to 1, got {shown(value)}")
     if not 0.0 <= float(value) <= 1.0:
-        raise ValidationError(f"threshold must be a number from 0 to 1, got {value!r}")
+        raise ValidationError(f"threshold must be a number from 0 to 1, got {shown(value)}")
     return float(value)
 
 

@@ -45,6 +45,9 @@ class EmbedderIdentity:
     name: str
     sha256: str
     dimension: int
+    # one digest of every file that shapes a vector (tokenizer, configs, weights); None where
+    # unknown (a fake, an embedder built in code): then only `sha256` is pinned
+    files_sha256: str | None = None
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,9 @@ def test_import_re_embeds_for_another_embedder(cli: Cli, tmp_path: Path, monkeyp
     assert cli.run("verify", db=target).exit_code == 0
 
 
+ABSENT = "00000000-0000-4000-8000-000000000000"  # a message id (a UUID) that no file holds
+
+
 def broken_exports(good: str) -> dict[str, tuple[str, str]]:
     header, *rows = good.splitlines()
     h = json.loads(header)
@@ -145,7 +148,7 @@ def broken_exports(good: str) -> dict[str, tuple[str, str]]:
         "truncated": ("\n".join([header, *rows[:-1]]) + "\n", "(truncated?)"),
         "bad json": (good.replace(rows[0], rows[0][:-1]), "line 2: not JSON"),
         "hash": (with_memory(text="tampered"), "its hash does not match its text"),
-        "source": (with_memory(sources=["no-such-message"]), "source message 'no-such-message'"),
+        "source": (with_memory(sources=[ABSENT]), f"source message '{ABSENT}' is not in the file"),
         "unknown key": (with_memory(extra=1), "unknown keys ['extra']"),
         "scope": (with_memory(user_id="someone-else"), "does not match its ids"),
         "vector": (with_memory(vector="AAAA"), "vectors must be given for every memory"),

@@ -219,7 +219,8 @@ def broken_files(lines: list[str]) -> dict[str, tuple[list[str], str]]:
     def with_request(**changes: Any) -> list[str]:
         return with_job(request={**job["request"], **changes})
 
-    unknown = [{"id": "no-such-message", "extract": True}]
+    absent = "00000000-0000-4000-8000-000000000000"  # a message id no file holds
+    unknown = [{"id": absent, "extract": True}]
     no_job_count, one_more = json.loads(header), json.loads(header)
     del no_job_count["counts"]["job"]
     one_more["counts"]["job"] += 1
@@ -241,7 +242,7 @@ def broken_files(lines: list[str]) -> dict[str, tuple[list[str], str]]:
         ),
         "unknown message": (
             with_request(messages=unknown),
-            "message 'no-such-message' is neither in the file nor in the target file",
+            f"message '{absent}' is neither in the file nor in the target file",
         ),
         "truncated": ([header, *body[:-1]], "(truncated?)"),
         "no job count": ([json.dumps(no_job_count), *body], "announces 0 job lines"),

@@ -145,17 +145,22 @@ def test_json_round_trip(manifest: Manifest) -> None:
     assert again == manifest
 
 
-def test_models_dir_manifest_wins_then_checkout(
+def test_a_models_dir_manifest_adds_models_but_the_package_pins_stand(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert load_manifest(empty).path == CHECKOUT_MANIFEST
+    pinned = load_manifest(empty)
+    assert pinned.path == CHECKOUT_MANIFEST
     own = tmp_path / "own"
     write_manifest(own, fake_model("tiny"))
-    assert load_manifest(own).names == ("tiny",)
+    assert load_manifest(own).names == (*pinned.names, "tiny")
     monkeypatch.setenv("OFFLINE_MEM_MODELS", str(own))
-    assert load_manifest().names == ("tiny",)
+    assert load_manifest().names == (*pinned.names, "tiny")
+    # a pinned model re-pinned by the folder keeps the package's pin
+    forged = fake_model(pinned.names[0])
+    write_manifest(own, forged)
+    assert load_manifest(own).get(pinned.names[0]) == pinned.get(pinned.names[0])
 
 
 def _mutate(change: str) -> dict[str, Any]:

@@ -88,10 +88,12 @@ def test_a_session_uses_every_tool(tmp_path: Path) -> None:
                              text="I am allergic to peanuts and cashews")  # fmt: skip
         assert updated["event"] == "UPDATE"
         assert updated["memory"] == "I am allergic to peanuts and cashews"
+        history = await call(client, "memory_history", memory_id=fact["id"])
+        assert [row["event"] for row in history["results"]] == ["ADD", "UPDATE"]
         deleted = await call(client, "delete_memory", memory_id=fact["id"])
         assert deleted == {"id": fact["id"], "memory": updated["memory"], "event": "DELETE"}
-        history = await call(client, "memory_history", memory_id=fact["id"])
-        assert [row["event"] for row in history["results"]] == ["ADD", "UPDATE", "DELETE"]
+        # its scope went with its row: a scoped server shows the history to no one now
+        assert "no history" in await error(client, "memory_history", memory_id=fact["id"])
         assert "no memory with id" in await error(client, "get_memory", memory_id=fact["id"])
 
     db = tmp_path / "m.db"
@@ -119,8 +121,12 @@ def test_bad_calls_are_tool_errors_with_the_library_message(tmp_path: Path) -> N
         # another scope's memory is not found from this one, whatever the call names
         bob = (await call(client, "add_memory", text="Bob's locker is 12", infer=False,
                           user_id="bob"))["results"][0]["id"]  # fmt: skip
-        for tool in ("get_memory", "delete_memory", "memory_history"):
+        for tool in ("get_memory", "delete_memory"):
             assert "no memory with id" in await error(client, tool, memory_id=bob)
+        assert "no history for memory id" in await error(client, "memory_history", memory_id=bob)
+        assert "infer" in await error(client, "add_memory", text="x", infer="false")
+        assert "top_k" in await error(client, "search_memory", query="x", top_k="5")
+        assert "extra" in await error(client, "add_memory", text="x", colour="red")
         assert "no memory with id" in await error(
             client, "update_memory", memory_id=bob, text="Bob's locker is 13"
         )

@@ -40,14 +40,17 @@ def test_add_takes_text_or_messages(tools: MemoryTools) -> None:
     assert (stored["user_id"], stored["agent_id"]) == ("ana", "helper")
 
 
-def test_history_checks_the_scope_of_a_live_memory_only(tools: MemoryTools) -> None:
+def test_history_is_scoped_like_get(tools: MemoryTools) -> None:
     other = tools.add_memory("Bob owns a canoe", infer=False, user_id="bob").data["results"][0]
     with pytest.raises(MemoryNotFoundError, match="in the scope named"):
         tools.memory_history(other["id"])
     assert tools.memory_history(other["id"], user_id="bob").data["results"][0]["event"] == "ADD"
     tools.delete_memory(other["id"], user_id="bob")
-    # a deleted memory's scope is gone from the file; its history is still there to read
-    events = [row["event"] for row in tools.memory_history(other["id"]).data["results"]]
+    # a deleted memory's scope is gone from the file: a scoped server shows its history to no one
+    for user in (None, "bob"):
+        with pytest.raises(MemoryNotFoundError, match="no history"):
+            tools.memory_history(other["id"], user_id=user)
+    events = [row["event"] for row in tools.memory.history(other["id"])]  # unscoped library call
     assert events == ["ADD", "DELETE"]
     with pytest.raises(MemoryNotFoundError, match="no history"):
         tools.memory_history("never-was")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,9 +22,11 @@ from models_fixtures import (
 
 import offline_mem.pinned.model_files as model_files
 from offline_mem.errors import ModelIntegrityError, ModelNotFoundError
+from offline_mem.pinned.manifest import load_manifest
 from offline_mem.pinned.model_files import (
     CACHE_NAME,
     ModelIdentity,
+    files_digest,
     model_identity,
     verified_model_dir,
     verify_model,
@@ -158,9 +161,13 @@ def test_verify_reports_each_file(models_dir: Path) -> None:
 
 
 def test_model_identity_is_the_primary_file_hash(models_dir: Path) -> None:
+    spec = load_manifest(models_dir).get("tiny")
     assert model_identity("tiny", models_dir) == ModelIdentity(
-        name="tiny", sha256=sha256(FILES["weights.bin"]), dimension=8
-    )
+        name="tiny", sha256=sha256(FILES["weights.bin"]), dimension=8,
+        files_sha256=files_digest(spec),
+    )  # fmt: skip
+    changed = replace(spec, files=(spec.files[0], replace(spec.files[1], sha256="0" * 64)))
+    assert files_digest(changed) != files_digest(spec)  # any file, not only the weights
 
 
 def test_verified_model_dir_follows_the_environment(

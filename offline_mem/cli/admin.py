@@ -240,7 +240,7 @@ def import_(state: CliState, source: Any) -> None:
     """Load an export (SOURCE, or - for stdin) into the memory file, in one transaction.
     Re-embeds the texts when the export has no vectors or another embedder made them; refuses a
     file it cannot trust, or ids the memory file already holds."""
-    data = read_export(line.rstrip("\n") for line in source)
+    data = read_export(source)
     with open_memory(state) as memory, _progress(data.count("memory"), "importing") as bar:
         report = import_data(memory, data, progress=bar.update)
     if state.json:
@@ -261,7 +261,7 @@ def verify(state: CliState) -> None:
         embedder, unavailable = configured_embedder(), None
     except ModelError as exc:
         embedder, unavailable = None, str(exc)
-    db = open_existing(path)
+    db = open_existing(path, check=False)
     try:
         from ..store.integrity import CHECKS
 

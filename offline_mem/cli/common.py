@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 import click
 
 from ..config import MemoryConfig, resolve_db_path, resolve_models_dir
+from ..errors import StoreError
 from ..memory import Memory
 from ..pinned.embedder import Embedder
 from ..pinned.entities import EntityExtractor
@@ -66,12 +68,24 @@ def db_path(state: CliState) -> str:
 
 
 def open_memory(
-    state: CliState, *, extractor: str | None = None, job_worker: bool = False
+    state: CliState,
+    *,
+    extractor: str | None = None,
+    job_worker: bool = False,
+    existing: bool = False,
 ) -> Memory:
-    """A `Memory` over the file of `--db` (created when missing), with the CLI's models. Queued
-    extraction jobs run only where asked (`flush`, the MCP server): a command that merely opens
-    the file never waits, when it closes, for a job it happened to start."""
-    config: dict[str, Any] = {"path": db_path(state), "job_worker": job_worker}
+    """A `Memory` over the file of `--db` (created when missing, unless `existing`: a command
+    that reads, or changes what is there, refuses a path with no file rather than make an
+    empty memory of a mistyped path), with the CLI's models. Queued extraction jobs run only
+    where asked (`flush`, the MCP server): a command that merely opens the file never waits,
+    when it closes, for a job it happened to start."""
+    path = db_path(state)
+    if existing and not os.path.isfile(path):
+        raise StoreError(
+            f"no memory file at {path!r}; check --db / $OFFLINE_MEM_DB (`offline-mem add` "
+            "creates a new one)"
+        )
+    config: dict[str, Any] = {"path": path, "job_worker": job_worker}
     if extractor is not None:
         config["extractor"] = extractor
     models = MODELS
@@ -93,4 +107,9 @@ def configured_embedder() -> EmbedderIdentity:
 
     name = MemoryConfig().embedder
     ident = model_identity(name, resolve_models_dir(None))
-    return EmbedderIdentity(name=name, sha256=ident.sha256, dimension=int(ident.dimension or 0))
+    return EmbedderIdentity(
+        name=name,
+        sha256=ident.sha256,
+        dimension=int(ident.dimension or 0),
+        files_sha256=ident.files_sha256,
+    )

@@ -194,7 +194,7 @@ def search(
     facts_only: bool,
 ) -> None:
     """Facts and stored messages that best match QUERY, best first, with their scores."""
-    with open_memory(state) as memory:
+    with open_memory(state, existing=True) as memory:
         result = memory.search(
             query,
             filters=_filters(filters, user_id, agent_id, run_id),
@@ -248,7 +248,7 @@ def list_memories(
     show_expired: bool,
 ) -> None:
     """The memories of a scope, newest first."""
-    with open_memory(state) as memory:
+    with open_memory(state, existing=True) as memory:
         result = memory.get_all(
             filters=_filters(filters, user_id, agent_id, run_id),
             top_k=limit,
@@ -271,7 +271,7 @@ def list_memories(
 @pass_state
 def get(state: CliState, memory_id: str, sources: bool) -> None:
     """One memory with all its fields."""
-    with open_memory(state) as memory:
+    with open_memory(state, existing=True) as memory:
         item = memory.get(memory_id)
         if item is None:
             raise MemoryNotFoundError(f"no memory with id {memory_id!r}")
@@ -308,7 +308,7 @@ def update(
         changes["expiration_date"] = expires
     if text is None and changes["metadata"] is None and len(changes) == 1:
         raise click.UsageError("nothing to change: give TEXT, --metadata, --expires or --no-expiry")
-    with open_memory(state) as memory:
+    with open_memory(state, existing=True) as memory:
         item = memory.update(memory_id, text, **changes)
     if state.json:
         echo_json(item)
@@ -324,7 +324,7 @@ def delete(
     state: CliState, memory_id: str, user_id: str | None, agent_id: str | None, run_id: str | None
 ) -> None:
     """Delete one memory (its history stays). With a scope option, only if it is in that scope."""
-    with open_memory(state) as memory:
+    with open_memory(state, existing=True) as memory:
         result = memory.delete(memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id)
     if state.json:
         echo_json(result)
@@ -347,7 +347,7 @@ def delete_all(
             f"{k} {v}" for k, v in (("user", user_id), ("agent", agent_id), ("run", run_id)) if v
         )
         click.confirm(f"Delete every memory of {named}?", abort=True, err=True)
-    with open_memory(state) as memory:
+    with open_memory(state, existing=True) as memory:
         result = memory.delete_all(user_id=user_id, agent_id=agent_id, run_id=run_id)
     if state.json:
         echo_json(result)
@@ -357,11 +357,13 @@ def delete_all(
 
 @click.command("history")
 @click.argument("memory_id")
+@scope_options
 @pass_state
-def history(state: CliState, memory_id: str) -> None:
-    """Every ADD, UPDATE, SUPERSEDE and DELETE of a memory, oldest first (kept after deletion)."""
-    with open_memory(state) as memory:
-        rows = memory.history(memory_id)
+def history(state: CliState, memory_id: str, **scope: Any) -> None:
+    """Every ADD, UPDATE, SUPERSEDE and DELETE of a memory, oldest first (kept after deletion).
+    With a scope option, only if it is a live memory of that scope."""
+    with open_memory(state, existing=True) as memory:
+        rows = memory.history(memory_id, **scope)
     if state.json:
         echo_json(rows)
         return

@@ -17,8 +17,10 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import NotRequired, TypedDict
 
 from .. import __version__
@@ -154,6 +156,30 @@ def _result(call: Callable[[], ToolOutput]) -> CallToolResult:
     )
 
 
+class _StrictMetadata(FuncMetadata):
+    """Arguments taken as sent: the SDK would parse a JSON string given for an object or list
+    argument; the library takes no string for those."""
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        return dict(data)
+
+
+def strict_tool(tool: Tool) -> Tool:
+    """`tool` validating its arguments as the library does: an unknown argument is refused and
+    nothing is coerced ("false" is not False, "5" is not 5); its schema says so
+    (additionalProperties: false)."""
+    loose = tool.fn_metadata.arg_model
+    model: type[BaseModel] = type(
+        loose.__name__,
+        (loose,),
+        {"model_config": ConfigDict(extra="forbid", strict=True), "__module__": __name__},
+    )
+    fields = {name: getattr(tool.fn_metadata, name) for name in FuncMetadata.model_fields}
+    metadata = _StrictMetadata(**{**fields, "arg_model": model})
+    schema = model.model_json_schema(by_alias=True)
+    return tool.model_copy(update={"fn_metadata": metadata, "parameters": schema})
+
+
 class MemoryServer:
     """The MCP tools of one `MemoryTools`, registered on an `MCPServer`."""
 
@@ -163,12 +189,6 @@ class MemoryServer:
         """`extended`: also the tools of `offline-mem serve` (search_messages,
         delete_all_memories)."""
         self.tools = tools
-        self.server: MCPServer[Any] = MCPServer(
-            "offline-mem",
-            version=__version__,
-            instructions=INSTRUCTIONS,
-            log_level=log_level,
-        )
         # Every tool reads or writes only the memory file: a closed world.
         read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
         adds = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
@@ -187,8 +207,17 @@ class MemoryServer:
                 (self.search_messages, SEARCH_MESSAGES, read_only),
                 (self.delete_all_memories, DELETE_ALL, changes),
             ]
-        for method, description, hints in registered:
-            self.server.add_tool(method, description=description, annotations=hints)
+        self.registered = [
+            strict_tool(Tool.from_function(method, description=description, annotations=hints))
+            for method, description, hints in registered
+        ]
+        self.server: MCPServer[Any] = MCPServer(
+            "offline-mem",
+            version=__version__,
+            instructions=INSTRUCTIONS,
+            log_level=log_level,
+            tools=self.registered,
+        )
 
     def run(self) -> None:
         """Serve over stdin/stdout until the client closes stdin."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import MemoryNotFoundError, ValidationError
+from ..errors import MemoryNotFoundError, ValidationError, shown
 from ..memory import Memory
 from ..values import SCOPE_KEYS
 from . import text as mcp_text
@@ -171,15 +171,13 @@ class MemoryTools:
         agent_id: str | None = None,
         run_id: str | None = None,
     ) -> ToolOutput:
-        """The memory's history. A live memory must be in the scope named; a deleted one's history
-        is returned whatever the scope, because the file no longer records the scope it had."""
+        """The memory's history, scoped as `Memory.history`: with the server's (or the call's)
+        scope, only a live memory of that scope has one to show; a deleted memory's scope is
+        gone from the file, so its history is not shown to a scoped call."""
         scope = self.defaults.merged(user_id, agent_id, run_id)
-        live = self.memory.get(memory_id)
-        if live is not None and self.memory.get(memory_id, **scope) is None:
-            raise MemoryNotFoundError(f"no memory with id {memory_id!r} in the scope named")
-        rows = self.memory.history(memory_id)
+        rows = self.memory.history(memory_id, **scope)
         if not rows:
-            raise MemoryNotFoundError(f"no history for memory id {memory_id!r}")
+            raise MemoryNotFoundError(f"no history for memory id {memory_id!r} in the scope named")
         return ToolOutput({"results": rows}, mcp_text.history(rows))
 
     def _filters(
@@ -201,7 +199,8 @@ class MemoryTools:
             if value is not None:
                 if key in where and where[key] != value:
                     raise ValidationError(
-                        f"{key} is {value!r} but filters name {key} {where[key]!r}; give one"
+                        f"{key} is {shown(value)} but filters name {key} "
+                        f"{shown(where[key])}; give one"
                     )
                 where[key] = value
             elif key not in where and defaults[key] is not None:

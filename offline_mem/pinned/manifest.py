@@ -9,6 +9,8 @@ reads one JSON file and never touches the network.
 from __future__ import annotations
 
 import json
+import logging
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -156,30 +158,81 @@ class Manifest:
 PACKAGED_MANIFEST = Path(__file__).resolve().parent.parent / "pinned_models.json"
 
 
-def manifest_path(models_dir: Path | None = None) -> Path:
-    """The manifest that governs `models_dir`: its own manifest.json when it has one (a bundle
-    carries its own), else the checkout's models/manifest.json, else the copy an installed
-    package carries."""
-    directory = resolve_models_dir(models_dir)
-    own = directory / MANIFEST_NAME
-    if own.is_file():
-        return own
+# Set to "1" to let a models folder's manifest.json re-pin a model this package pins (a
+# deliberate override, logged as a warning each time): otherwise the package's pins stand.
+OVERRIDE_ENV = "OFFLINE_MEM_OVERRIDE_PINS"
+
+
+def package_manifest_path() -> Path | None:
+    """The pins this offline_mem carries: the checkout's models/manifest.json, else the copy an
+    installed package carries; None when neither exists."""
     checkout = checkout_models_dir() / MANIFEST_NAME
     if checkout.is_file():
         return checkout
     if PACKAGED_MANIFEST.is_file():
         return PACKAGED_MANIFEST
+    return None
+
+
+def manifest_path(models_dir: Path | None = None) -> Path:
+    """The manifest whose pins govern `models_dir`: the package's (see `package_manifest_path`);
+    only where the package carries none, the folder's own manifest.json (a bundle's)."""
+    pinned = package_manifest_path()
+    if pinned is not None:
+        return pinned
+    directory = resolve_models_dir(models_dir)
+    own = directory / MANIFEST_NAME
+    if own.is_file():
+        return own
     raise ModelError(
-        f"no {MANIFEST_NAME} in {directory}, in the checkout's models/ ({checkout.parent}) nor "
-        "in the installed package; point OFFLINE_MEM_MODELS at a models folder or bundle that "
-        "has one"
+        f"no {MANIFEST_NAME} in {directory}, in the checkout's models/ "
+        f"({checkout_models_dir()}) nor in the installed package; point OFFLINE_MEM_MODELS at "
+        "a models folder or bundle that has one"
     )
 
 
 def load_manifest(models_dir: Path | None = None) -> Manifest:
-    """Read and validate the manifest that governs `models_dir` (see `manifest_path`)."""
-    path = manifest_path(models_dir)
-    return read_manifest(path)
+    """The pins that govern `models_dir`: the package's, plus the models the folder's own
+    manifest.json adds (those a bundle import pinned). A model the package pins keeps the
+    package's pin: the folder's manifest cannot swap a file and its hash together, unless
+    $OFFLINE_MEM_OVERRIDE_PINS is "1" (then each override is logged as a warning)."""
+    pinned_path = package_manifest_path()
+    own = resolve_models_dir(models_dir) / MANIFEST_NAME
+    if pinned_path is None:
+        return read_manifest(manifest_path(models_dir))
+    pinned = read_manifest(pinned_path)
+    if not own.is_file() or own.resolve() == pinned_path.resolve():
+        return pinned
+    return merge_manifests(pinned, read_manifest(own), override=_override_requested())
+
+
+def _override_requested() -> bool:
+    return os.environ.get(OVERRIDE_ENV) == "1"
+
+
+def merge_manifests(pinned: Manifest, folder: Manifest, *, override: bool = False) -> Manifest:
+    """`pinned` with the models only `folder` names added; a model both name keeps `pinned`'s
+    entry, unless `override` (logged loudly)."""
+    log = logging.getLogger(__name__)
+    models = {spec.name: spec for spec in pinned.models}
+    for spec in folder.models:
+        mine = models.get(spec.name)
+        if mine is None:
+            models[spec.name] = spec
+        elif mine != spec and override:
+            log.warning(
+                "%s=1: the pin of model %r in %s REPLACES this offline_mem's own pin (%s); "
+                "memory files record what their embedder's files hash to and refuse others",
+                OVERRIDE_ENV, spec.name, folder.path, pinned.path,
+            )  # fmt: skip
+            models[spec.name] = spec
+        elif mine != spec:
+            log.warning(
+                "model %r is pinned differently in %s; this offline_mem's own pin (%s) stands "
+                "(set %s=1 to override it)",
+                spec.name, folder.path, pinned.path, OVERRIDE_ENV,
+            )  # fmt: skip
+    return Manifest(models=tuple(models.values()), path=pinned.path)
 
 
 def read_manifest(path: Path) -> Manifest:

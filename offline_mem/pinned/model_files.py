@@ -76,6 +76,14 @@ class ModelIdentity:
     name: str
     sha256: str
     dimension: int | None
+    files_sha256: str | None = None  # `files_digest` of every file of the model
+
+
+def files_digest(spec: ModelSpec) -> str:
+    """One sha256 over the pinned sha256 of every file of a model (weights, tokenizer, configs,
+    pooling): an embedder's vectors depend on all of them, so a memory file records this."""
+    lines = sorted(f"{f.path}\t{f.sha256}\n" for f in spec.files)
+    return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
 
 
 def model_dir(name: str, models_dir: Path | None = None) -> Path:
@@ -122,7 +130,12 @@ def model_identity(name: str, models_dir: Path | None = None) -> ModelIdentity:
     """The identity the manifest pins for model `name` (check the files with
     `verified_model_dir` before loading them)."""
     spec = load_manifest(resolve_models_dir(models_dir)).get(name)
-    return ModelIdentity(name=spec.name, sha256=spec.primary_file.sha256, dimension=spec.dimension)
+    return ModelIdentity(
+        name=spec.name,
+        sha256=spec.primary_file.sha256,
+        dimension=spec.dimension,
+        files_sha256=files_digest(spec),
+    )
 
 
 def check_model(

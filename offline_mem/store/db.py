@@ -45,18 +45,111 @@ def _is_corruption(exc: BaseException) -> bool:
 # against 2,048 bytes per vector; docs/storage.md). A file keeps the size it was made with.
 PAGE_SIZE = 8192
 MIN_DATABASE_BYTES = 512  # SQLite's smallest page: a shorter non-empty file is a damaged one
+SQLITE_MAGIC = b"SQLite format 3\x00"
+REPAIR_HINT = (
+    "run `offline-mem verify` to see what is wrong and restore the file from a backup "
+    "(`offline-mem backup` makes one), or point `path` at another file"
+)
 
 
-def _refuse_stub(path: str) -> None:
-    """SQLite treats some tiny files as empty databases and would silently start afresh."""
+def damaged(path: str, why: str) -> CorruptFileError:
+    return CorruptFileError(f"{path!r} is a damaged memory file ({why}); {REPAIR_HINT}")
+
+
+def _refuse_stub(path: str, *, init_empty: bool = False, check: bool = True) -> None:
+    """SQLite treats a 0-byte file (and some tiny ones) as an empty database and would silently
+    start afresh: a memory file truncated by a failed copy would look like a new, empty memory.
+    An existing 0-byte file is therefore refused unless the caller asks to initialise it."""
     if path == ":memory:" or not os.path.isfile(path):
         return
     size = os.path.getsize(path)
-    if 0 < size < MIN_DATABASE_BYTES:
+    if size == 0 and not init_empty:
         raise CorruptFileError(
-            f"{path!r} is not a readable memory file ({size} bytes: truncated or not a database); "
-            "restore it from a backup or point `path` at another file"
+            f"{path!r} is an empty (0-byte) file, not a memory file: a truncated copy or a "
+            f"failed restore? {REPAIR_HINT}. To start a new memory file in it, pass the config "
+            "key init_empty_file=True"
         )
+    if 0 < size < MIN_DATABASE_BYTES:
+        raise damaged(path, f"{size} bytes: truncated or not a database")
+    if size and check:
+        _check_header(path, size)
+
+
+def _check_header(path: str, size: int) -> None:
+    """The 100-byte SQLite header against the file: magic string, page size, format bytes, and
+    the page count it records (a file cut short of it was truncated)."""
+    with open(path, "rb") as handle:
+        header = handle.read(100)
+    if len(header) < 100 or header[:16] != SQLITE_MAGIC:
+        raise damaged(path, "no SQLite header")
+    page = int.from_bytes(header[16:18], "big")
+    page = 65_536 if page == 1 else page
+    if page < 512 or page > 65_536 or page & (page - 1):
+        raise damaged(path, f"the header's page size {page} is impossible")
+    if header[18] not in (1, 2) or header[19] not in (1, 2) or header[21:24] != b"\x40\x20\x20":
+        raise damaged(path, "the header's format bytes are wrong")
+    if size % page:
+        raise damaged(path, f"{size} bytes is not a whole number of {page}-byte pages")
+    pages = int.from_bytes(header[28:32], "big")
+    valid = header[24:28] == header[92:96]  # the count is current (SQLite >= 3.7.0 wrote it)
+    wal = path + "-wal"
+    pending = os.path.isfile(wal) and os.path.getsize(wal) > 0  # a checkpoint may be unfinished
+    if valid and not pending and pages * page > size:
+        raise damaged(path, f"the header records {pages} pages, the file holds {size // page}")
+
+
+def _create(path: str, driver: ModuleType) -> None:
+    """A new memory file appears whole: SQLite makes it (with its header, in WAL mode) under a
+    name of its own beside `path`, and it is hard-linked into place. So no process ever sees a
+    new memory file empty, and an empty file can be refused as a truncated one. A process that
+    loses the race to another opens the other's file; where hard links are not supported,
+    SQLite creates the file in place."""
+    import uuid
+
+    staging = f"{path}.{uuid.uuid4().hex}.creating"
+    try:
+        conn = driver.connect(staging)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+        finally:
+            conn.close()
+        with contextlib.suppress(OSError):  # FileExistsError: another process created it
+            os.link(staging, path)
+    except driver.Error as exc:
+        raise StoreError(f"cannot create memory file {path!r}: {exc}") from exc
+    finally:
+        for leftover in (staging, staging + "-wal", staging + "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(leftover)
+
+
+# Files (path, size, mtime) that passed `quick_check` in this process: checked once each.
+_checked: set[tuple[str, int, int]] = set()
+_checked_lock = threading.Lock()
+
+
+def _file_key(path: str) -> tuple[str, int, int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return (os.path.realpath(path), stat.st_size, stat.st_mtime_ns)
+
+
+def _quick_check(conn: Any, path: str) -> None:
+    """SQLite's `quick_check` (every page's structure, not the indexes' content) on the first
+    open of a file in this process: see docs/import-and-open-checks.md for its cost."""
+    key = _file_key(path)
+    if key is None or key[1] == 0:
+        return
+    with _checked_lock:
+        if key in _checked:
+            return
+    rows = [r[0] for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
+    if rows != ["ok"]:
+        raise damaged(path, "SQLite's quick_check: " + "; ".join(str(r) for r in rows)[:300])
+    with _checked_lock:
+        _checked.add(key)
 
 
 def _refuse_foreign(conn: Any, path: str) -> None:
@@ -85,7 +178,17 @@ class Database:
     statement and every transaction holds `_serial`, so threads take turns on it.
     """
 
-    def __init__(self, path: str, *, busy_timeout_ms: int = 30_000) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        busy_timeout_ms: int = 30_000,
+        init_empty: bool = False,
+        check: bool = True,
+    ) -> None:
+        """`init_empty`: an existing 0-byte file becomes a new memory file (else it is refused).
+        `check`: refuse a damaged file on opening (header, then `quick_check` once per process);
+        `verify` opens without it, to report what is wrong."""
         self.path = path
         self.driver = sqlite_driver()
         self.tracer: Tracer | None = None
@@ -97,7 +200,10 @@ class Database:
         self._memory = path == ":memory:"
         self._serial: Any = threading.RLock() if self._memory else contextlib.nullcontext()
         self._closed = False
-        _refuse_stub(path)
+        self._check = check
+        if not self._memory and not os.path.lexists(path):
+            _create(path, self.driver)
+        _refuse_stub(path, init_empty=init_empty, check=check)
         self._first = self._connect(first=True)
 
     def _connect(self, *, first: bool) -> Any:
@@ -120,8 +226,10 @@ class Database:
             conn.enable_load_extension(False)
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
             if first:
-                # Before anything writes (journal_mode writes the header): refuse another
-                # application's database rather than adding our tables to it.
+                # Before anything writes (journal_mode writes the header): refuse a damaged
+                # file, and another application's database rather than adding our tables to it.
+                if self._check and not self._memory:
+                    _quick_check(conn, path)
                 _refuse_foreign(conn, path)
                 if not self._memory:
                     if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
@@ -140,10 +248,7 @@ class Database:
         except self.driver.DatabaseError as exc:
             conn.close()
             if _is_corruption(exc):
-                raise CorruptFileError(
-                    f"{path!r} is not a readable memory file ({exc}); restore it from a backup "
-                    "or point `path` at another file"
-                ) from exc
+                raise damaged(path, str(exc)) from exc
             raise StoreError(f"cannot open memory file {path!r}: {exc}") from exc
         with self._connections_lock:
             self._connections[threading.get_ident()] = conn

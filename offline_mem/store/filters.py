@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ValidationError
-from ..validation import check_encodable, make_scope
+from ..errors import ValidationError, shown
+from ..validation import check_encodable, check_int, make_scope
 from ..values import SCOPE_KEYS, Scope
 
 COLUMN_KEYS = (
@@ -65,7 +65,7 @@ def _compile_dict(filters: dict[str, Any], alias: str, params: list[Any], depth:
     parts = []
     for key, value in filters.items():
         if not isinstance(key, str):
-            raise ValidationError(f"filter keys must be strings, got {key!r}")
+            raise ValidationError(f"filter keys must be strings, got {shown(key)}")
         if key in LOGICAL:
             parts.append(_compile_logical(key, value, alias, params, depth))
         else:
@@ -75,7 +75,7 @@ def _compile_dict(filters: dict[str, Any], alias: str, params: list[Any], depth:
 
 def _compile_logical(op: str, value: Any, alias: str, params: list[Any], depth: int) -> str:
     if not isinstance(value, list) or not value or not all(isinstance(v, dict) for v in value):
-        raise ValidationError(f"{op} takes a non-empty list of filter dicts, got {value!r}")
+        raise ValidationError(f"{op} takes a non-empty list of filter dicts, got {shown(value)}")
     parts = [_compile_dict(item, alias, params, depth + 1) for item in value]
     if op == "OR":
         return "(" + " OR ".join(parts) + ")"
@@ -88,7 +88,7 @@ def _target(key: str, alias: str, params: list[Any]) -> str:
         return f"{alias}.{key}"
     if not _METADATA_KEY.match(key):
         raise ValidationError(
-            f"filter key {key!r} is not a memory field and not a plain metadata key "
+            f"filter key {shown(key)} is not a memory field and not a plain metadata key "
             "(letters, digits, '_' and '-' only)"
         )
     params.append(f'$."{key}"')
@@ -98,14 +98,16 @@ def _target(key: str, alias: str, params: list[Any]) -> str:
 def _check_scalar(value: Any, key: str, op: str) -> Scalar:
     if value is not None and not isinstance(value, (str, int, float, bool)):
         raise ValidationError(
-            f"filter {key!r} {op} needs a string, number or boolean, got {value!r}"
+            f"filter {shown(key)} {op} needs a string, number or boolean, got {shown(value)}"
         )
     if isinstance(value, str) and "\x00" in value:
-        raise ValidationError(f"filter {key!r} value contains a NUL character")
+        raise ValidationError(f"filter {shown(key)} value contains a NUL character")
     if isinstance(value, str):
-        check_encodable(value, f"filter {key!r} value")
+        check_encodable(value, f"filter {shown(key)} value")
     if isinstance(value, float) and value != value:
-        raise ValidationError(f"filter {key!r} value must not be NaN")
+        raise ValidationError(f"filter {shown(key)} value must not be NaN")
+    if isinstance(value, int) and not isinstance(value, bool):
+        check_int(value, f"filter {shown(key)} value")
     return value
 
 
@@ -120,12 +122,12 @@ def _compile_field(key: str, value: Any, alias: str, params: list[Any]) -> str:
     if not isinstance(value, dict):
         value = {"eq": value}
     if not value:
-        raise ValidationError(f"filter {key!r} has an empty operator dict")
+        raise ValidationError(f"filter {shown(key)} has an empty operator dict")
     parts = []
     for op, operand in value.items():
         if op not in OPERATORS:
             raise ValidationError(
-                f"unknown filter operator {op!r} for {key!r}; use one of {OPERATORS}"
+                f"unknown filter operator {shown(op)} for {shown(key)}; use one of {OPERATORS}"
             )
         parts.append(_compile_operator(key, op, operand, alias, params))
     # coalesce: a missing key compares as false, not NULL, so NOT behaves as users expect
@@ -136,7 +138,7 @@ def _compile_operator(key: str, op: str, operand: Any, alias: str, params: list[
     if op in ("in", "nin"):
         if not isinstance(operand, list) or not operand or len(operand) > MAX_IN_VALUES:
             raise ValidationError(
-                f"filter {key!r} {op} takes a non-empty list of at most {MAX_IN_VALUES} values"
+                f"filter {shown(key)} {op} takes a non-empty list of at most {MAX_IN_VALUES} values"
             )
         values = [_bind(_check_scalar(v, key, op)) for v in operand]
         target = _target(key, alias, params)
@@ -149,7 +151,7 @@ def _compile_operator(key: str, op: str, operand: Any, alias: str, params: list[
     scalar = _check_scalar(operand, key, op)
     if op in ("contains", "icontains"):
         if not isinstance(scalar, str):
-            raise ValidationError(f"filter {key!r} {op} needs a string")
+            raise ValidationError(f"filter {shown(key)} {op} needs a string")
         target = _target(key, alias, params)
         params.append(scalar)
         if op == "contains":
@@ -161,7 +163,7 @@ def _compile_operator(key: str, op: str, operand: Any, alias: str, params: list[
             return f"({target} IS NULL)"
         if op == "ne":
             return f"({target} IS NOT NULL)"
-        raise ValidationError(f"filter {key!r} {op} cannot compare with None")
+        raise ValidationError(f"filter {shown(key)} {op} cannot compare with None")
     params.append(_bind(scalar))
     if op == "ne":
         return f"({target} IS NOT ?)"

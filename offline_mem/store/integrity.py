@@ -7,12 +7,13 @@ statistics (document lengths, document frequencies, partition totals) agree with
 every vector is unit-length; every indexed message has a vector and a keyword document, and the
 messages' keyword index is as sound as the memories'; the schema version and the
 embedder pinned in `meta` match this offline_mem and the configured embedder, and every memory
-was written by the pinned embedder.
+was written by the pinned embedder; every stored vector is finite and of unit length; no
+provenance, entity link or supersession joins rows of two scopes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -268,6 +269,74 @@ def _links(c: _Checker) -> None:
     c.problems("links", details)
 
 
+def vector_value_problems(kind: str, rows: Iterable[tuple[int, bytes]]) -> list[str]:
+    """Vectors (rowid, float32 blob) that hold a NaN or an infinity or are not of unit length:
+    either makes every search of their scope fail or rank at random."""
+    details = []
+    for rowid, blob in rows:
+        vector = np.frombuffer(bytes(blob), dtype=np.float32).astype(np.float64)
+        if not np.isfinite(vector).all():
+            details.append(f"{kind} vector row {rowid} holds a NaN or an infinity")
+            continue
+        norm = float(np.linalg.norm(vector))
+        if abs(norm - 1.0) > 1e-3:
+            details.append(f"{kind} vector row {rowid} has length {norm:.4f}, not 1")
+    return details
+
+
+def _vector_rows(c: _Checker, table: str) -> list[tuple[int, bytes]]:
+    """(rowid, blob) of every vector of a vector table: the one place that reads them here."""
+    return [(int(r), bytes(b)) for r, b in c.db.query(f"SELECT rowid, embedding FROM {table}")]
+
+
+def _vector_values(c: _Checker) -> None:
+    details = vector_value_problems("memory", _vector_rows(c, "memory_vectors"))
+    details += vector_value_problems("message", _vector_rows(c, "message_vectors"))
+    c.problems("vector values", details)
+
+
+def _texts(c: _Checker) -> None:
+    """Each memory's text still hashes to its `hash` (a changed byte of the text shows here)."""
+    from ..values import content_hash
+
+    details = []
+    for mid, text, digest in c.db.query("SELECT id, text, hash FROM memories"):
+        try:
+            same = isinstance(text, str) and content_hash(text) == digest
+        except UnicodeEncodeError:
+            same = False
+        if not same:
+            details.append(f"memory {mid}'s text does not match its hash")
+    c.problems("texts", details)
+
+
+def _scopes(c: _Checker) -> None:
+    """Provenance, entity links and supersession stay within one scope: a link across scopes
+    would show one scope's messages or memories in another's results."""
+    details = [
+        f"memory {mid} cites message {msg} of another scope"
+        for mid, msg in c.db.query(
+            "SELECT m.id, g.id FROM provenance p JOIN memories m ON m.rowid = p.memory_rowid "
+            "JOIN messages g ON g.seq = p.message_seq WHERE g.scope != m.scope"
+        )
+    ]
+    details += [
+        f"memory {mid} is linked to entity {norm!r} of another scope"
+        for mid, norm in c.db.query(
+            "SELECT m.id, e.norm FROM entity_links l JOIN memories m ON m.rowid = l.memory_rowid "
+            "JOIN entities e ON e.rowid = l.entity_rowid WHERE e.scope != m.scope"
+        )
+    ]
+    details += [
+        f"memory {mid} is superseded by memory {by} of another scope"
+        for mid, by in c.db.query(
+            "SELECT m.id, n.id FROM memories m JOIN memories n ON n.id = m.superseded_by "
+            "WHERE n.scope != m.scope"
+        )
+    ]
+    c.problems("scopes", details)
+
+
 def _models(c: _Checker, embedder: EmbedderIdentity | None) -> None:
     meta = dict(c.db.query("SELECT key, value FROM meta"))
     details = []
@@ -309,6 +378,9 @@ CHECKS: list[tuple[str, Callable[..., None]]] = [
     ("message keyword rows", _message_keyword_rows),
     ("message keyword statistics", _message_keyword_stats),
     ("links", _links),
+    ("vector values", _vector_values),
+    ("texts", _texts),
+    ("scopes", _scopes),
     ("models", _models),
 ]
 

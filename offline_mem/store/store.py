@@ -66,8 +66,9 @@ class Store(StoreReads, SearchSignals, MessageIndex, JobQueue):
         embedder: EmbedderIdentity,
         busy_timeout_ms: int = 30_000,
         vector_cache_mb: float = 2 * vector_cache.DEFAULT_BUDGET_MB,
+        init_empty: bool = False,
     ) -> Store:
-        db = Database(path, busy_timeout_ms=busy_timeout_ms)
+        db = Database(path, busy_timeout_ms=busy_timeout_ms, init_empty=init_empty)
         try:
             with db.atomic():
                 migrate(db, MigrationContext(dimension=embedder.dimension))
@@ -448,6 +449,17 @@ def _pin_embedder(db: Database, embedder: EmbedderIdentity) -> None:
             f"{embedder.dimension} dims). Configure the original embedder, or export and "
             "re-import the memories to re-embed them"
         )
+    files = meta.get("embedder_files_sha256")
+    if embedder.files_sha256 is not None:
+        if files is not None and files != embedder.files_sha256:
+            raise EmbedderMismatchError(
+                f"this memory file was written with embedder {meta.get('embedder_name')!r} "
+                f"made of other files (files digest {files}) than the configured one's "
+                f"({embedder.files_sha256}): its tokenizer or configuration differs, so its "
+                "vectors would not match. Configure the original embedder's files, or export "
+                "and re-import the memories to re-embed them"
+            )
+        wanted["embedder_files_sha256"] = embedder.files_sha256
     for key, value in {**wanted, "schema_version": str(SCHEMA_VERSION)}.items():
         if meta.get(key) != value:
             db.execute(

@@ -55,14 +55,15 @@ def encode_vector(blob: bytes) -> str:
 # -- export ------------------------------------------------------------------------------------
 
 
-def open_existing(path: str) -> Database:
+def open_existing(path: str, *, check: bool = True) -> Database:
     """A connection to an existing memory file, for reading (export, stats, verify): never
-    creates a file, never pins an embedder, so a file of any embedder can be read."""
+    creates a file, never pins an embedder, so a file of any embedder can be read. `check`
+    False (verify) opens a damaged file too, to report on it."""
     import os
 
     if path == ":memory:" or not os.path.isfile(path):
         raise StoreError(f"no memory file at {path!r}")
-    db = Database(path)
+    db = Database(path, check=check)
     if db.query_one("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'") is None:
         db.close()
         raise StoreError(f"{path!r} is not an offline_mem memory file (no meta table)")

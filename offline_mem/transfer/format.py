@@ -7,18 +7,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import OfflineMemError
+from ..errors import ImportRefusedError
 from ..values import EmbedderIdentity
 
 FORMAT = "offline_mem-export"
 FORMAT_VERSION = 1
 
 Progress = Callable[[int], None]  # called with the number of items just done
-
-
-class ImportRefusedError(OfflineMemError, ValueError):
-    """The export file cannot be trusted (bad header, unknown version, inconsistent rows), or it
-    clashes with the target file. Nothing was written."""
 
 
 def refusal(where: str, why: str) -> ImportRefusedError:
@@ -166,6 +161,8 @@ class ExportData:
 
     header: dict[str, Any]
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {k: [] for k in ORDER})
+    # the line number of each row, parallel to `rows`, so a refusal names the line
+    lines: dict[str, list[int]] = field(default_factory=lambda: {k: [] for k in ORDER})
 
     @property
     def embedder(self) -> EmbedderIdentity:

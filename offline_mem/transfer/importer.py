@@ -44,6 +44,7 @@ def import_data(
     """Write an export into `memory`'s file (a `Memory`): vectors from the file when it carries
     them and was written by the same embedder, else computed by the target's embedder; keyword
     terms by the target's analyzer. The models run first; the rows go in one transaction."""
+    check_against_target(memory.store.db, data)
     memories = data.rows["memory"]
     target = memory.embedder.identity
     same = (data.embedder.sha256, data.embedder.dimension) == (target.sha256, target.dimension)
@@ -107,6 +108,34 @@ def _clashes(db: Database, table: str, ids: list[str]) -> list[str]:
     return found
 
 
+def check_against_target(db: Database, data: ExportData) -> None:
+    """Refuse a file whose ids the target already holds, whose history names a memory of the
+    target (its rows would join that memory's history), or whose jobs name a message neither
+    file holds in the job's scope. Read-only: run before the models, and again inside the
+    write's transaction."""
+    for table, kind in (
+        ("messages", "message"),
+        ("memories", "memory"),
+        ("history", "history"),
+        ("jobs", "job"),
+    ):
+        clash = _clashes(db, table, [r["id"] for r in data.rows[kind]])
+        if clash:
+            raise ImportRefusedError(
+                f"the target file already holds {len(clash)} of the file's {kind} ids "
+                f"(e.g. {clash[0]}); import into a fresh file"
+            )
+    in_file = {r["id"] for r in data.rows["memory"]}
+    named = sorted({r["memory_id"] for r in data.rows["history"]} - in_file)
+    foreign = _clashes(db, "memories", named)
+    if foreign:
+        raise ImportRefusedError(
+            f"the file's history names {len(foreign)} memory id(s) that the target file holds "
+            f"(e.g. {foreign[0]}); import into a fresh file"
+        )
+    check_targets(db, data.rows["job"], {r["id"] for r in data.rows["message"]})
+
+
 def bulk_insert(
     store: Store,
     data: ExportData,
@@ -126,19 +155,7 @@ def bulk_insert(
     job names a message that is neither in the file nor in the target."""
     db = store.db
     with store.atomic():
-        for table, kind in (
-            ("messages", "message"),
-            ("memories", "memory"),
-            ("history", "history"),
-            ("jobs", "job"),
-        ):
-            clash = _clashes(db, table, [r["id"] for r in data.rows[kind]])
-            if clash:
-                raise ImportRefusedError(
-                    f"the target file already holds {len(clash)} of the file's {kind} ids "
-                    f"(e.g. {clash[0]}); import into a fresh file"
-                )
-        check_targets(db, data.rows["job"], {r["id"] for r in data.rows["message"]})
+        check_against_target(db, data)
         seqs = _insert_messages(db, data.rows["message"])
         vectors_of, terms_of = message_vectors or {}, message_terms or {}
         unindexed = False
