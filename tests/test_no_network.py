@@ -148,8 +148,8 @@ def test_the_mcp_server_makes_no_network_call_in_a_session(tmp_path: Path) -> No
             key = raw["results"][0]["id"]
             await call(client, "get_memory", memory_id=key)
             await call(client, "update_memory", memory_id=key, text="I live in Porto now")
+            await call(client, "memory_history", memory_id=key)  # scoped: before the delete
             await call(client, "delete_memory", memory_id=key)
-            await call(client, "memory_history", memory_id=key)
 
     anyio.run(session)
     lines = audit.read_text().splitlines()
