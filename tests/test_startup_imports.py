@@ -27,9 +27,9 @@ RUN_CLI = """
 import json, sys
 watched = json.loads(sys.argv[1])
 sys.argv = ["offline-mem", *sys.argv[2:]]
-from offline_mem.cli import main
+from offline_mem.cli import run  # the console script's entry point, as a user runs it
 try:
-    main()
+    run()
 except SystemExit as done:
     code = done.code or 0
 sys.stdout.flush()
