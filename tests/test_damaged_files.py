@@ -88,8 +88,8 @@ def dump(path: str) -> Any:
         tables = table_dump(db)
         vectors = {
             table: {
-                int(rowid): (user, np.frombuffer(bytes(blob), dtype=np.float32))
-                for rowid, user, blob in db.query(f"SELECT rowid, user_id, embedding FROM {table}")
+                int(rowid): np.frombuffer(bytes(blob), dtype=np.float32)
+                for rowid, blob in db.query(f"SELECT rowid, embedding FROM {table}")
             }
             for table in VECTOR_TABLES
         }
@@ -108,9 +108,9 @@ def same_data(a: Any, b: Any) -> bool:
         x, y = a[1][table], b[1][table]
         if x.keys() != y.keys():
             return False
-        for rowid, (user, vector) in x.items():
-            other_user, other = y[rowid]
-            if user != other_user or vector.shape != other.shape:
+        for rowid, vector in x.items():
+            other = y[rowid]
+            if vector.shape != other.shape:
                 return False
             if not np.allclose(vector, other, rtol=0, atol=1e-3):
                 return False

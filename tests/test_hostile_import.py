@@ -294,10 +294,7 @@ def test_verify_rejects_a_nan_vector_and_a_cross_scope_source(tmp_path: Path) ->
         nan = np.full(384, np.nan, dtype=np.float32).tobytes()
         with db.atomic():
             db.execute("DELETE FROM memory_vectors WHERE rowid = ?", (ana,))
-            db.execute(
-                "INSERT INTO memory_vectors (rowid, user_id, embedding) VALUES (?, 'ana', ?)",
-                (ana, nan),
-            )
+            db.execute("INSERT INTO memory_vectors (rowid, embedding) VALUES (?, ?)", (ana, nan))
             db.execute("INSERT INTO provenance (memory_rowid, message_seq) VALUES (?, ?)",
                        (ana, bob_message))  # fmt: skip
         report = verify_file(db, embedder=memory.embedder.identity)
@@ -306,6 +303,44 @@ def test_verify_rejects_a_nan_vector_and_a_cross_scope_source(tmp_path: Path) ->
         and "NaN" in report.problems_of("vector values")[0].detail
     )
     assert "of another scope" in report.problems_of("scopes")[0].detail
+
+
+def test_search_leaves_out_a_nan_vector_written_behind_its_back(tmp_path: Path) -> None:
+    """A NaN vector put in the file by other means than the API (import refuses it) makes the
+    row unrankable by vector; search answers with the rest instead of a TypeError."""
+    with open_memory(tmp_path / "m.db") as memory:
+        for i in range(3):
+            memory.add(f"I keep bees {i}", user_id="ana", infer=False)
+        db = memory.store.db
+        nan = np.full(384, np.nan, dtype=np.float32).tobytes()
+        with db.atomic():
+            db.execute("UPDATE memory_vectors SET embedding = ? WHERE rowid = "
+                       "(SELECT min(rowid) FROM memory_vectors)", (nan,))  # fmt: skip
+            db.execute("UPDATE message_vectors SET embedding = ? WHERE rowid = "
+                       "(SELECT min(rowid) FROM message_vectors)", (nan,))  # fmt: skip
+        found = memory.search("bees", filters={"user_id": "ana"}, include_messages=True)
+        assert {h["memory"] for h in found["results"]} >= {"I keep bees 1", "I keep bees 2"}
+        messages = memory.search_messages("bees", filters={"user_id": "ana"})["results"]
+        assert {h["content"] for h in messages} >= {"I keep bees 1", "I keep bees 2"}
+
+
+def test_verify_reports_a_changed_byte_of_a_message_and_a_moved_owner(tmp_path: Path) -> None:
+    """SQLite checks structure, not values: a flipped byte inside a message's content, or a
+    memory whose user column no longer matches its scope, is found by `verify` alone."""
+    path = tmp_path / "m.db"
+    with open_memory(path) as memory:
+        memory.add("I keep bees", user_id="ana", infer=False)
+        memory.add("I sail", user_id="bob", infer=False)
+        db = memory.store.db
+        assert verify_file(db, embedder=memory.embedder.identity).ok
+        with db.atomic():
+            db.execute("UPDATE messages SET content = 'I keep beef' WHERE user_id = 'ana'")
+            db.execute("UPDATE memories SET user_id = 'bot' WHERE user_id = 'bob'")
+        report = verify_file(db, embedder=memory.embedder.identity)
+    details = [p.detail for p in report.problems_of("texts")]
+    assert len(details) == 2, details
+    assert "content does not match its hash" in details[0]
+    assert "does not name its user, agent and run" in details[1]
 
 
 # -- 2. untyped errors from the API ------------------------------------------------------------

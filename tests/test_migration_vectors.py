@@ -75,7 +75,7 @@ def test_a_schema_7_file_migrates_and_answers_as_before(tmp_path) -> None:
     size_before = path.stat().st_size
     with open_memory(path) as memory:
         meta = memory.store.meta()
-        assert meta["schema_version"] == "8"
+        assert meta["schema_version"] == "9"
         tables = {r[0] for r in memory.store.db.query("SELECT name FROM sqlite_master")}
         assert "memory_vectors_chunks" not in tables and "message_vectors_chunks" not in tables
         assert_as_before(answers(memory))
@@ -100,7 +100,8 @@ def test_a_kill_inside_the_migration_leaves_the_old_layout(tmp_path) -> None:
         "    step(db, ctx)\n"
         "    print('migrated, not committed', flush=True)\n"
         "    time.sleep(60)\n"
-        "migrations.MIGRATIONS[-1] = ('008_vectors_by_row', stalled)\n"
+        "at = [name for name, _ in migrations.MIGRATIONS].index('008_vectors_by_row')\n"
+        "migrations.MIGRATIONS[at] = ('008_vectors_by_row', stalled)\n"
         "from test_migration_vectors import open_memory\n"
         "open_memory(sys.argv[1])\n"
     )

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..values import EmbedderIdentity
+from ..values import EmbedderIdentity, Scope, content_hash
 from .db import Database
 from .keyword_index import MEMORY_KEYWORDS, MESSAGE_KEYWORDS, KeywordTables
 from .messages import is_indexed_message
@@ -296,18 +296,35 @@ def _vector_values(c: _Checker) -> None:
 
 
 def _texts(c: _Checker) -> None:
-    """Each memory's text still hashes to its `hash` (a changed byte of the text shows here)."""
-    from ..values import content_hash
-
-    details = []
-    for mid, text, digest in c.db.query("SELECT id, text, hash FROM memories"):
-        try:
-            same = isinstance(text, str) and content_hash(text) == digest
-        except UnicodeEncodeError:
-            same = False
-        if not same:
-            details.append(f"memory {mid}'s text does not match its hash")
+    """Each memory's text and each message's content still hashes to its `hash`, and each row's
+    scope names its own user, agent and run: SQLite checks a file's structure, never its values,
+    so a changed byte of a text or an owner shows only here."""
+    details = [
+        f"memory {mid}'s text does not match its hash"
+        for mid, text, digest in c.db.query("SELECT id, text, hash FROM memories")
+        if not _hashes_to(text, digest)
+    ]
+    details += [
+        f"message {mid}'s content does not match its hash"
+        for mid, content, digest in c.db.query("SELECT id, content, hash FROM messages")
+        if not _hashes_to(content, digest)
+    ]
+    for table, kind in (("memories", "memory"), ("messages", "message")):
+        details += [
+            f"{kind} {mid}'s scope {scope!r} does not name its user, agent and run"
+            for mid, scope, user, agent, run in c.db.query(
+                f"SELECT id, scope, user_id, agent_id, run_id FROM {table}"
+            )
+            if scope != Scope(user, agent, run).key
+        ]
     c.problems("texts", details)
+
+
+def _hashes_to(text: Any, digest: Any) -> bool:
+    try:
+        return isinstance(text, str) and content_hash(text) == digest
+    except UnicodeEncodeError:
+        return False
 
 
 def _scopes(c: _Checker) -> None:

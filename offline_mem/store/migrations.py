@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..values import content_hash
 from .db import Database
 
 
@@ -366,6 +367,19 @@ def _m008_vectors_by_row(db: Database, ctx: MigrationContext) -> None:
     )
 
 
+def _m009_message_hashes(db: Database, ctx: MigrationContext) -> None:
+    # A message's content gets the digest a memory's text has, so `verify` can tell a changed
+    # byte of a stored message (SQLite checks a file's structure, never its values).
+    db.execute("ALTER TABLE messages ADD COLUMN hash TEXT")
+    db.executemany(
+        "UPDATE messages SET hash = ? WHERE seq = ?",
+        [
+            (content_hash(content), seq)
+            for seq, content in db.query("SELECT seq, content FROM messages")
+        ],
+    )
+
+
 Migration = Callable[[Database, MigrationContext], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -377,6 +391,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("006_message_keywords", _m006_message_keywords),
     ("007_extraction_jobs", _m007_extraction_jobs),
     ("008_vectors_by_row", _m008_vectors_by_row),
+    ("009_message_hashes", _m009_message_hashes),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

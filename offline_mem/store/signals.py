@@ -52,7 +52,7 @@ def point_similarities(
     db: Database, table: str, vector: np.ndarray, rowids: Sequence[int]
 ) -> dict[int, float]:
     """Cosine similarity of `vector` (unit length) to the stored vectors of the given rows of a
-    vector `table`; rows without a vector are left out."""
+    vector `table`; rows without a vector, or with a damaged (NaN) one, are left out."""
     query = np.asarray(vector, dtype=np.float32)
     found: dict[int, float] = {}
     for start in range(0, len(rowids), POINT_CHUNK):
@@ -61,7 +61,9 @@ def point_similarities(
         for rowid, blob in db.query(
             f"SELECT rowid, embedding FROM {table} WHERE rowid IN ({marks})", chunk
         ):
-            found[int(rowid)] = float(np.frombuffer(blob, dtype=np.float32) @ query)
+            score = float(np.frombuffer(blob, dtype=np.float32) @ query)
+            if np.isfinite(score):
+                found[int(rowid)] = score
     return found
 
 
@@ -95,9 +97,12 @@ def filtered_knn(
             among = cache.top_among(partition, vector, k, [int(r[0]) for r in rows])
             if among is not None:
                 return dict(among)
+    # A damaged vector (NaN) has no distance: it is left out rather than ranked first
+    # (`verify` reports it; import refuses it).
     hits = db.query(
-        f"SELECT v.rowid, vec_distance_cosine(v.embedding, ?) AS d FROM {table.vectors} v"
-        f" WHERE v.rowid IN ({allowed_sql}) ORDER BY d, v.rowid LIMIT ?",
+        f"SELECT rowid, d FROM (SELECT v.rowid, vec_distance_cosine(v.embedding, ?) AS d"
+        f" FROM {table.vectors} v WHERE v.rowid IN ({allowed_sql}))"
+        " WHERE d IS NOT NULL ORDER BY d, rowid LIMIT ?",
         (vector_blob(vector), *allowed_params, int(k)),
     )
     return {int(rowid): 1.0 - float(d) for rowid, d in hits}

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import CorruptFileError, EmbedderMismatchError, MemoryNotFoundError
 from ..timeutil import iso, utc_now
-from ..values import EmbedderIdentity, EntityMention, Scope
+from ..values import EmbedderIdentity, EntityMention, Scope, content_hash
 from . import keyword_index, vector_cache
 from .db import Database, Tracer
 from .jobs import JobClaim, JobQueue, NewJob
@@ -163,10 +163,11 @@ class Store(StoreReads, SearchSignals, MessageIndex, JobQueue):
             )
             cursor = self.db.execute(
                 "INSERT INTO messages (id, scope, user_id, agent_id, run_id, role, name, content,"
-                " created_at, observed_at, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " hash, created_at, observed_at, metadata)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (message.id, plan.scope.key, plan.scope.user_id, plan.scope.agent_id,
-                 plan.scope.run_id, message.role, message.name, message.content, stamp,
-                 message.observed_at, metadata),
+                 plan.scope.run_id, message.role, message.name, message.content,
+                 content_hash(message.content), stamp, message.observed_at, metadata),
             )  # fmt: skip
             seqs.append(cursor.lastrowid)
             if message.vector is not None:

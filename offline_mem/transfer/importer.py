@@ -15,6 +15,7 @@ from ..store import keyword_index
 from ..store.db import Database
 from ..store.messages import INDEX_STATE_KEY, is_indexed_message, message_embedding_text
 from ..store.store import Store, keyword_text
+from ..values import content_hash
 from .format import (
     HISTORY_COLUMNS,
     MEMORY_COLUMNS,
@@ -194,9 +195,15 @@ def bulk_insert(
 
 
 def _insert_messages(db: Database, rows: list[dict[str, Any]]) -> dict[str, int]:
-    marks = ", ".join("?" for _ in MESSAGE_COLUMNS)
-    sql = f"INSERT INTO messages ({', '.join(MESSAGE_COLUMNS)}) VALUES ({marks})"
-    return {row["id"]: db.execute(sql, [row[c] for c in MESSAGE_COLUMNS]).lastrowid for row in rows}
+    columns = [*MESSAGE_COLUMNS, "hash"]
+    marks = ", ".join("?" for _ in columns)
+    sql = f"INSERT INTO messages ({', '.join(columns)}) VALUES ({marks})"
+    return {
+        row["id"]: db.execute(
+            sql, [*(row[c] for c in MESSAGE_COLUMNS), content_hash(row["content"])]
+        ).lastrowid
+        for row in rows
+    }
 
 
 def _insert_memory(
