@@ -1,7 +1,7 @@
 """100 randomly damaged copies of a memory file (byte flips, truncations down to 0 bytes, swapped
 pages; seed 45): each is refused when opened, or `verify` reports it, or its damage fell on bytes
-that hold no data (every row reads back as the original's, vectors to within 0.001: sqlite-vec
-preallocates chunks with room for vectors not stored yet, and most of the file is that room).
+that hold no data (every row reads back as the original's, vectors to within 0.001: a page's free
+space, or a vector's lowest bits).
 None is opened and written as if sound. Each copy is tried in a child process, so a crash in
 SQLite or sqlite-vec is caught and named.
 
@@ -76,8 +76,7 @@ VECTOR_TABLES = ("memory_vectors", "message_vectors")
 
 
 def dump(path: str) -> Any:
-    """Every table's rows, but the vector tables' internal (shadow) tables, whose chunks hold
-    slots for vectors not stored yet; each vector read back as float32 values."""
+    """Every table's rows; each vector read back as float32 values."""
     sys.path.insert(0, str(HERE.parent))
     from invariants import table_dump
 

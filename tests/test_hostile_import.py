@@ -343,6 +343,26 @@ def test_verify_reports_a_changed_byte_of_a_message_and_a_moved_owner(tmp_path: 
     assert "does not name its user, agent and run" in details[1]
 
 
+def test_verify_reports_a_row_that_cannot_be_read_and_a_date_that_is_not_one(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "m.db"
+    with open_memory(path) as memory:
+        memory.add("I keep bees", user_id="ana", infer=False)
+        memory.add("I sail", user_id="bob", infer=False)
+        db = memory.store.db
+        with db.atomic():  # bytes that are not UTF-8, as a flipped bit can leave them
+            db.execute("UPDATE history SET new_memory = CAST(x'49206b65ff' AS TEXT) "
+                       "WHERE new_memory = 'I keep bees'")  # fmt: skip
+            db.execute("UPDATE messages SET created_at = '2026-12-05T1X:00:00' "
+                       "WHERE user_id = 'bob'")  # fmt: skip
+        report = verify_file(db, embedder=memory.embedder.identity)
+    details = [p.detail for p in report.problems_of("rows")]
+    assert len(details) == 2, report.problems
+    assert details[0].startswith("table history: a row cannot be read")
+    assert "created_at '2026-12-05T1X:00:00' is not a date" in details[1]
+
+
 # -- 2. untyped errors from the API ------------------------------------------------------------
 
 

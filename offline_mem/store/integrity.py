@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 
+from ..errors import OfflineMemError
 from ..values import EmbedderIdentity, Scope, content_hash
 from .db import Database
 from .keyword_index import MEMORY_KEYWORDS, MESSAGE_KEYWORDS, KeywordTables
@@ -75,6 +77,68 @@ def _sqlite(c: _Checker) -> None:
     c.problems("sqlite", [] if rows == ["ok"] else [f"integrity_check: {r}" for r in rows])
     fks = c.db.query("PRAGMA foreign_key_check")
     c.problems("sqlite", [f"foreign_key_check: {r[0]} row {r[1]} -> missing {r[2]}" for r in fks])
+
+
+ROWS_PER_READ = 2000
+DATE_COLUMNS = {
+    "memories": ("created_at", "updated_at", "observed_at", "expiration_date"),
+    "messages": ("created_at", "observed_at"),
+}
+
+
+def _rows(c: _Checker) -> None:
+    """Every row of every table reads back (each text decodes as UTF-8), and every date of a
+    memory or message parses: a changed byte there passes SQLite's structural checks."""
+    details = []
+    tables = [
+        name
+        for (name,) in c.db.query(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+    ]
+    for table in tables:
+        try:
+            _read_all(c.db, table)
+        except OfflineMemError as exc:
+            details.append(f"table {table}: a row cannot be read ({exc})")
+            continue
+        for column in DATE_COLUMNS.get(table, ()):
+            details += [
+                f"{table} row {rowid}: {column} {value!r} is not a date"
+                for rowid, value in c.db.query(
+                    f"SELECT rowid, {column} FROM {table} WHERE {column} IS NOT NULL"
+                )
+                if not _is_date(value)
+            ]
+    c.problems("rows", details)
+
+
+def _read_all(db: Database, table: str) -> None:
+    """Read a table's rows a chunk at a time (by rowid where it has one), so a large file is
+    checked in bounded memory."""
+    has_rowid = not db.query_one(
+        "SELECT sql LIKE '%WITHOUT ROWID%' FROM sqlite_master WHERE name = ?", (table,)
+    )[0]
+    if not has_rowid:
+        db.query(f'SELECT * FROM "{table}"')
+        return
+    last = None
+    while True:
+        rows = db.query(
+            f'SELECT rowid, * FROM "{table}" WHERE ? IS NULL OR rowid > ? ORDER BY rowid LIMIT ?',
+            (last, last, ROWS_PER_READ),
+        )
+        if len(rows) < ROWS_PER_READ:
+            return
+        last = rows[-1][0]
+
+
+def _is_date(value: Any) -> bool:
+    try:
+        datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _memories(c: _Checker) -> dict[int, tuple[str, str]]:
@@ -388,6 +452,7 @@ def _models(c: _Checker, embedder: EmbedderIdentity | None) -> None:
 
 CHECKS: list[tuple[str, Callable[..., None]]] = [
     ("sqlite", _sqlite),
+    ("rows", _rows),
     ("vectors", _vectors),
     ("message vectors", _message_vectors),
     ("keyword rows", _keyword_rows),
@@ -418,10 +483,13 @@ def verify_file(
             if progress is not None:
                 progress(name)
             report.checks.append(name)
-            if name == "models":
-                check(checker, embedder)
-            else:
-                check(checker)
+            try:
+                if name == "models":
+                    check(checker, embedder)
+                else:
+                    check(checker)
+            except OfflineMemError as exc:  # a damaged row stops this check, not the others
+                checker.problems(name, [f"could not run: {exc}"])
     if embedder is None and embedder_unavailable:
         report.skipped["configured embedder"] = embedder_unavailable
     return report
