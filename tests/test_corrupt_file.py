@@ -193,4 +193,5 @@ def test_another_applications_database_is_refused_and_left_untouched(report, nam
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(HERE.parent.parent))  # this checkout's offline_mem
     child(sys.argv[1])
