@@ -18,11 +18,11 @@ from .base import CheckContext, Dropped, FactCheck
 from .fact_dates import RelativeDates
 from .grounding import (
     ContextCopies,
-    Misattributions,
     InventedNames,
+    Misattributions,
     NameOnlyFacts,
-    UserPlaceholders,
     SubjectSwaps,
+    UserPlaceholders,
 )
 from .turn_copies import TurnCopies
 from .unsupported import UnsupportedFacts
