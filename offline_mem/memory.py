@@ -1,8 +1,10 @@
 """`Memory`: the public, Mem0-compatible API over one memory file.
 
 Each method validates everything first, runs the models outside any transaction, then hands the
-store one write that is a single transaction. Results keep Mem0's shapes. The reads (get,
-get_all, search, search_messages, history) are in memory_reads.py.
+store one write that is a single transaction. Results keep Mem0's shapes. `Memory` holds its
+collaborators and hands them their calls: the reads (get, get_all, search, search_messages,
+history) go to a `MemoryReader` (memory_reads.py), the extraction jobs of async adds to
+`ExtractionJobs` (memory_jobs.py); the adds, updates and deletes are its own.
 """
 
 from __future__ import annotations
@@ -16,18 +18,21 @@ from typing import TYPE_CHECKING, Any
 
 from .config import MemoryConfig, resolve_db_path, resolve_models_dir
 from .errors import ModelError, ValidationError, shown
-from .memory_jobs import MemoryJobs
-from .memory_reads import MemoryReads, in_scope
+from .memory_jobs import ExtractionJobs
+from .memory_reads import DEFAULT_SEARCH_THRESHOLD, MemoryReader, in_scope
 from .pinned.embedder import Embedder, QueryVectorCache
 from .pinned.entities import EntityExtractor, NoEntities, SpacyEntities
 from .pinned.extractor import Extractor, LlamaExtractor
 from .pinned.nlp import TextAnalyzer
 from .pinned.process_tuning import claim_process
 from .retrieval.ranking import Weights
+from .retrieval.retriever import Retriever
+from .store.interface import MemoryStore
 from .store.job_worker import JobWorker
+from .store.jobs import JobClaim, JobRecord
 from .store.messages import is_indexed_message, message_embedding_text
-from .store.records import AddPlan, NewMemory, NewMessage
-from .store.store import Store, keyword_text
+from .store.records import AddPlan, NewMemory, NewMessage, keyword_text
+from .store.store import Store
 from .timeutil import iso, parse_datetime, parse_expiration, utc_now
 from .validation import (
     Message,
@@ -42,7 +47,7 @@ from .validation import (
 from .values import EmbedderIdentity, Scope, content_hash
 
 if TYPE_CHECKING:
-    from .extraction.inference import AddRequest
+    from .extraction.planner import AddRequest
 
 _UNSET: Any = Ellipsis
 
@@ -54,7 +59,7 @@ def _reported(result: dict[str, Any], skipped: Sequence[Skipped]) -> dict[str, A
     return result
 
 
-class Memory(MemoryReads, MemoryJobs):
+class Memory:
     """Durable, searchable memories in one SQLite file, with pinned local models."""
 
     def __init__(
@@ -92,7 +97,7 @@ class Memory(MemoryReads, MemoryJobs):
             from pathlib import Path
 
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self.store = Store.open(
+        self.store: MemoryStore = Store.open(
             self.path,
             embedder=self.embedder.identity,
             busy_timeout_ms=config.busy_timeout_ms,
@@ -102,6 +107,17 @@ class Memory(MemoryReads, MemoryJobs):
         self._lock = threading.RLock()
         self._index_pending_messages()
         self._worker = JobWorker(self.store, self._run_job)
+        self._reader = MemoryReader(
+            self.store,
+            Retriever(self.store, self._query_embedder, self.analyzer, self.entities),
+            self._query_embedder,
+            self.entities,
+            self.weights,
+        )
+        self._jobs = ExtractionJobs(
+            self.store, self._worker, self._extract, lock=self._lock,
+            embedder_sha256=self.embedder.identity.sha256, start_worker=config.job_worker,
+        )  # fmt: skip
         if config.job_worker and self.store.pending_jobs():
             self._worker.start()  # jobs left by a process that ended, or another one's
 
@@ -134,23 +150,25 @@ class Memory(MemoryReads, MemoryJobs):
             verified_model_dir(self.config.nlp or "en_core_web_sm", self.models_dir)
         )
 
-    def _prepare(self, memories: Sequence[NewMemory]) -> None:
-        """Fill keyword terms, and entities where the caller found none, before the write, so
-        the transaction itself runs no model. Every add's memories get their entities here, one
-        batch, each text read once."""
-        pending = [m for m in memories if m.terms is None]
-        analyses = self.analyzer.analyze_batch([m.keyword_text for m in pending])
-        for memory, analysis in zip(pending, analyses, strict=True):
-            memory.terms = analysis.terms
-        unlinked = [m for m in memories if not m.entities]
-        mentions = self.entities.extract_batch([m.text for m in unlinked])
-        for memory, found in zip(unlinked, mentions, strict=True):
-            memory.entities = list(found)
+    def _prepared(self, plan: AddPlan) -> AddPlan:
+        """The plan with its memories' keyword terms, and entities where the caller found none,
+        so the transaction itself runs no model. Every add's memories get their entities here,
+        one batch, each text read once."""
+        memories = list(plan.memories)
+        pending = [i for i, m in enumerate(memories) if m.terms is None]
+        analyses = self.analyzer.analyze_batch([memories[i].keyword_text for i in pending])
+        for i, analysis in zip(pending, analyses, strict=True):
+            memories[i] = replace(memories[i], terms=analysis.terms)
+        unlinked = [i for i, m in enumerate(memories) if not m.entities]
+        mentions = self.entities.extract_batch([memories[i].text for i in unlinked])
+        for i, found in zip(unlinked, mentions, strict=True):
+            memories[i] = replace(memories[i], entities=list(found))
+        return replace(plan, memories=memories)
 
     def _apply(self, plan: AddPlan) -> None:
-        """Analyse and embed what the plan lacks, then write it in one transaction."""
-        self._prepare(plan.memories)
-        plan.messages = self._embed_messages(plan.messages, plan.memories)
+        """Embed the plan's messages, then write it in one transaction (its memories are
+        `_prepared` already)."""
+        plan = replace(plan, messages=self._embed_messages(plan.messages, plan.memories))
         with self._lock:
             self.store.apply_add(plan)
 
@@ -265,34 +283,38 @@ class Memory(MemoryReads, MemoryJobs):
         kind = "procedural" if memory_type else "facts"
         instructions = prompt if prompt is not None else self.config.custom_instructions
         if async_mode:
-            plan = AddPlan(scope=scope, messages=new_messages, memories=[],
-                           embedder_sha256=self.embedder.identity.sha256)  # fmt: skip
-            queued = self._enqueue(plan, kind, clean_metadata, expiry, instructions)
-            return _reported(queued, skipped)
+            job = self._jobs.new_job(new_messages, kind, clean_metadata, expiry, instructions)
+            plan = AddPlan(scope=scope, messages=self._embed_messages(new_messages, []),
+                           memories=[], embedder_sha256=self.embedder.identity.sha256)  # fmt: skip
+            return _reported(self._jobs.enqueue(plan, job), skipped)
         # extraction's modules: a search or raw add never loads them
-        from .extraction import inference
+        from .extraction import planner
 
-        request = inference.AddRequest(
+        request = planner.AddRequest(
             scope=scope, messages=new_messages, metadata=clean_metadata, expiration_date=expiry,
             instructions=instructions, now=utc_now(),
         )  # fmt: skip
-        self._wait_for_queued(scope)  # the scope's async adds came first: extract theirs first
-        plan, results = self._infer(kind, request)
+        self._jobs.wait_for_queued(scope)  # the scope's async adds came first: theirs first
+        plan, results = self._extract(kind, request)
         self._apply(plan)
         return _reported({"results": results}, skipped)
 
-    def _infer(self, kind: str, request: AddRequest) -> tuple[AddPlan, list[dict[str, Any]]]:
-        """The extraction of an add, synchronous or queued: the write plan and its results.
-        The model runs outside any lock, so other threads' reads and writes go on meanwhile;
-        nothing is written here, so nothing is written if it fails."""
-        from .extraction import inference
+    def _extract(self, kind: str, request: AddRequest) -> tuple[AddPlan, list[dict[str, Any]]]:
+        """The extraction of an add, synchronous or queued: the write plan (its memories
+        analysed) and its results. The models run outside any lock, so other threads' reads and
+        writes go on meanwhile; nothing is written here, so nothing is written if it fails."""
+        from .extraction import planner
         from .extraction.lexicon import lexicon_for
 
         lexicon = lexicon_for(self.config.nlp)  # the fact checks' words, in the pipeline's language
-        models = inference.Models(self.embedder, self.extractor, self.entities, lexicon)
-        plan_for = inference.plan_procedural if kind == "procedural" else inference.plan_facts
+        models = planner.Models(self.embedder, self.extractor, self.entities, lexicon)
+        plan_for = planner.plan_procedural if kind == "procedural" else planner.plan_facts
         plan, results, _ = plan_for(self.store, models, request)
-        return plan, results
+        return self._prepared(plan), results
+
+    def _run_job(self, job: JobRecord, claim: JobClaim) -> bool:
+        """The worker's call: run a claimed job (ExtractionJobs.run_job)."""
+        return self._jobs.run_job(job, claim)
 
     @staticmethod
     def _new_message(message: Message, call_time: datetime | None) -> NewMessage:
@@ -347,7 +369,7 @@ class Memory(MemoryReads, MemoryJobs):
                 results.append(item)
             plan = AddPlan(scope=scope, messages=new_messages, memories=memories,
                            embedder_sha256=self.embedder.identity.sha256)  # fmt: skip
-            self._apply(plan)
+            self._apply(self._prepared(plan))
         return {"results": results}
 
     def update(
@@ -370,7 +392,7 @@ class Memory(MemoryReads, MemoryJobs):
             if text is not None:
                 raise ValidationError("update() takes the new text as text= or data=, not both")
             text = data
-        record = self._require(memory_id, user_id, agent_id, run_id)
+        record = self._reader.require(memory_id, user_id, agent_id, run_id)
         if text is not None:
             check_text(text, "text")
         new_metadata = None
@@ -415,7 +437,7 @@ class Memory(MemoryReads, MemoryJobs):
                 if deleted is not None:
                     text = deleted.to_item()["memory"]
                     return {"id": key, "kind": "message", "memory": text, "event": "DELETE"}
-        record = self._require(memory_id, user_id, agent_id, run_id)
+        record = self._reader.require(memory_id, user_id, agent_id, run_id)
         with self._lock:
             self.store.delete_memory(record)
         self.store.erase_freed()
@@ -449,6 +471,157 @@ class Memory(MemoryReads, MemoryJobs):
         compacted whole. Returns `{"bytes_before", "bytes_after", "free_bytes_before"}`."""
         with self._lock:
             return self.store.compact()
+
+    # -- reads (MemoryReader) ----------------------------------------------------------------
+
+    def get(
+        self,
+        memory_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        **unknown: Any,
+    ) -> dict[str, Any] | None:
+        """The memory, or None. Expired memories are returned marked `"expired": True`. The id
+        of a stored message (a `"kind": "message"` search result) gives that message."""
+        return self._reader.get(
+            memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id, **unknown
+        )
+
+    def get_all(
+        self,
+        *,
+        filters: dict[str, Any] | None = None,
+        top_k: int = 20,
+        offset: int = 0,
+        show_expired: bool = False,
+        include_superseded: bool = False,
+        **unknown: Any,
+    ) -> dict[str, Any]:
+        """The memories that match `filters`, newest first: `top_k` of them from `offset`."""
+        return self._reader.get_all(
+            filters=filters, top_k=top_k, offset=offset, show_expired=show_expired,
+            include_superseded=include_superseded, **unknown,
+        )  # fmt: skip
+
+    def search(
+        self,
+        query: str,
+        *,
+        filters: dict[str, Any] | None = None,
+        top_k: int = 20,
+        threshold: float | None = DEFAULT_SEARCH_THRESHOLD,
+        show_expired: bool = False,
+        include_superseded: bool = False,
+        include_sources: bool = False,
+        include_messages: bool = True,
+        explain: bool = False,
+        resolve_references: bool = True,
+        **unknown: Any,
+    ) -> dict[str, Any]:
+        """The facts and stored messages of the filtered scope that best match `query`, in one
+        ranking, best first. Every item has `"kind": "fact"` or `"kind": "message"`.
+
+        Facts: candidates from vector similarity, keyword (BM25) and entity signals; `score` is
+        their weighted sum on a fixed [0, 1] scale (see ranking.py). Messages: scored on the same
+        scale by their own text (similarity and entities). Facts take at most 20% of the places
+        (evidence.py says why). `threshold` drops lower scores. A message item
+        has `id`, `memory` (the turn as "Name: content" when it has a name), `content`, `role`,
+        `name`, `created_at`, `observed_at`, `memory_ids` (the facts extracted from it) and
+        `score`. `include_messages=False` returns facts only; messages carry no metadata, so
+        they are left out too when `filters` holds anything but exact scope ids.
+        `explain=True` adds each signal's contribution as `score_details`.
+
+        A query naming someone by relation ("Which city does Tiago's neighbour live in?") is
+        searched again with the name its first results give ("... does Bruno live in?"). The
+        facts are then the memory that gave the name, followed by the two rankings taken in
+        turn (references.py); each keeps the score of the query that found it first, and
+        `explain=True` adds `resolved_query`.
+        `resolve_references=False` searches the query as given only."""
+        return self._reader.search(
+            query, filters=filters, top_k=top_k, threshold=threshold, show_expired=show_expired,
+            include_superseded=include_superseded, include_sources=include_sources,
+            include_messages=include_messages, explain=explain,
+            resolve_references=resolve_references, **unknown,
+        )  # fmt: skip
+
+    def search_messages(
+        self,
+        query: str,
+        *,
+        filters: dict[str, Any] | None = None,
+        top_k: int = 10,
+        threshold: float | None = None,
+        resolve_references: bool = True,
+        **unknown: Any,
+    ) -> dict[str, Any]:
+        """The stored messages (not memories) of a scope closest to `query`, best first.
+
+        Extraction can miss what a later question needs; the messages themselves stay
+        searchable. `filters` names the scope by `user_id`, `agent_id` and/or `run_id` (exact
+        values; messages carry no metadata). `score` is the cosine similarity of the query to
+        the message; `threshold` drops lower scores. Each result lists `memory_ids`, the
+        memories extracted from that message. System messages are not indexed. Relational
+        references are resolved as in `search` ("my neighbour" in a message counts only when
+        its speaker is the person the query names)."""
+        return self._reader.search_messages(
+            query, filters=filters, top_k=top_k, threshold=threshold,
+            resolve_references=resolve_references, **unknown,
+        )  # fmt: skip
+
+    def history(
+        self,
+        memory_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        **unknown: Any,
+    ) -> list[dict[str, Any]]:
+        """Every ADD/UPDATE/SUPERSEDE/DELETE of the memory, oldest first; kept after deletion.
+        With a scope named (as for `get`), only the history of a live memory of that scope: a
+        deleted memory's row, and the scope it had, are gone from the file, so its history is
+        returned only to a call that names no scope."""
+        return self._reader.history(
+            memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id, **unknown
+        )
+
+    # -- extraction jobs (ExtractionJobs) ------------------------------------------------------
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Block until the memory file has no queued or running extraction job (of this or any
+        process), starting this Memory's worker even when the config's `job_worker` is false;
+        `FlushTimeoutError` after `timeout` seconds (the jobs stay queued). Failed jobs do not
+        count: see `failed_jobs`."""
+        self._jobs.flush(timeout)
+
+    def pending(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> int:
+        """How many extraction jobs are queued or running (of the ids given, matched as
+        delete_all matches them; of the whole file when none is given)."""
+        return self._jobs.pending(user_id=user_id, agent_id=agent_id, run_id=run_id)
+
+    def failed_jobs(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """The jobs that failed every run (oldest first), with their last error; their
+        messages are stored and searchable, only their facts are missing."""
+        return self._jobs.failed_jobs(user_id=user_id, agent_id=agent_id, run_id=run_id)
+
+    def job(self, event_id: str) -> dict[str, Any] | None:
+        """An async add's job by its `event_id`: `status` PENDING, RUNNING, SUCCEEDED (with the
+        add's `results`) or FAILED (with its `error`); None when unknown or deleted."""
+        return self._jobs.job(event_id)
 
     def chat(self, query: str) -> Any:
         raise NotImplementedError("chat() is not part of the library API; see `offline-mem chat`")

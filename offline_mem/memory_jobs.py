@@ -1,10 +1,10 @@
-"""The async half of `Memory`: queued extraction jobs (`add(..., async_mode=True)`), `flush`,
+"""The extraction jobs of `Memory`: queued adds (`add(..., async_mode=True)`), `flush`,
 `pending`, `failed_jobs` and `job`.
 
-A mixin: `Memory` provides the store, the models, the worker (job_worker.py) and the extraction
-shared with synchronous adds (`_infer`). A queued add commits its messages and its job in one
-transaction; the worker runs the job later with the same extraction as a synchronous add and
-commits the memories with the job marked done in one transaction (store.py `finish_job`).
+`ExtractionJobs` holds the store, the worker (job_worker.py) and the extraction it shares with
+synchronous adds. A queued add commits its messages and its job in one transaction; the worker
+runs the job later with the same extraction as a synchronous add and commits the memories with
+the job marked done in one transaction (writes.py `finish_job`).
 """
 
 from __future__ import annotations
@@ -13,69 +13,74 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .config import MemoryConfig
 from .errors import FlushTimeoutError, ValidationError, shown
-from .pinned.embedder import Embedder
+from .store.interface import MemoryStore
 from .store.job_worker import POLL_S, JobWorker
 from .store.jobs import JobClaim, JobRecord, NewJob
-from .store.records import AddPlan, MessageRecord, NewMemory, NewMessage
-from .store.store import Store
+from .store.records import AddPlan, MessageRecord, NewMessage
 from .timeutil import iso, parse_datetime, utc_now
 from .validation import check_memory_id, make_scope
 from .values import Scope
 
 if TYPE_CHECKING:
-    from .extraction.inference import AddRequest
+    from .extraction.planner import AddRequest
+
+# An add's extraction: its write plan, complete but for the messages' index rows, and results.
+Extract = Callable[[str, "AddRequest"], tuple[AddPlan, list[dict[str, Any]]]]
 
 
-class MemoryJobs:
-    config: MemoryConfig
-    store: Store
-    embedder: Embedder
-    _worker: JobWorker
-    _lock: threading.RLock
+class ExtractionJobs:
+    """The queue of a `Memory`'s async adds (whose methods document the arguments)."""
 
-    def _infer(self, kind: str, request: AddRequest) -> tuple[AddPlan, list[dict[str, Any]]]:
-        raise NotImplementedError  # Memory's
-
-    def _prepare(self, memories: Sequence[NewMemory]) -> None:
-        raise NotImplementedError  # Memory's
-
-    def _embed_messages(
-        self, messages: Sequence[NewMessage], memories: Sequence[NewMemory]
-    ) -> list[NewMessage]:
-        raise NotImplementedError  # Memory's
-
-    def _enqueue(
+    def __init__(
         self,
-        plan: AddPlan,
+        store: MemoryStore,
+        worker: JobWorker,
+        extract: Extract,
+        *,
+        lock: threading.RLock,
+        embedder_sha256: str,
+        start_worker: bool,
+    ) -> None:
+        self.store = store
+        self.worker = worker
+        self.extract = extract
+        self.lock = lock  # the Memory's: one write at a time from this process
+        self.embedder_sha256 = embedder_sha256
+        self.start_worker = start_worker  # the config's job_worker
+
+    @staticmethod
+    def new_job(
+        messages: Sequence[NewMessage],
         kind: str,
         metadata: dict[str, Any],
         expiry: str | None,
         instructions: str | None,
-    ) -> dict[str, Any]:
-        """Store the plan's messages (with their vectors) and an extraction job for them, in
-        one transaction, and wake the worker."""
+    ) -> NewJob:
+        """The job of an async add: what its extraction needs besides the stored messages."""
         request = {
-            "messages": [{"id": m.id, "extract": m.extract} for m in plan.messages],
+            "messages": [{"id": m.id, "extract": m.extract} for m in messages],
             "metadata": metadata, "expiration_date": expiry, "instructions": instructions,
             "now": iso(utc_now()),
         }  # fmt: skip
-        plan.messages = self._embed_messages(plan.messages, [])
-        job = NewJob(id=str(uuid.uuid4()), kind=kind, request=request)
-        with self._lock:
+        return NewJob(id=str(uuid.uuid4()), kind=kind, request=request)
+
+    def enqueue(self, plan: AddPlan, job: NewJob) -> dict[str, Any]:
+        """Store the plan's messages (with their vectors) and the job, in one transaction, and
+        wake the worker."""
+        with self.lock:
             self.store.apply_add(plan, job=job)
-        if self.config.job_worker:
-            self._worker.start()
+        if self.start_worker:
+            self.worker.start()
         return {"results": [], "status": "PENDING", "event_id": job.id}
 
-    def _run_job(self, job: JobRecord, claim: JobClaim) -> bool:
+    def run_job(self, job: JobRecord, claim: JobClaim) -> bool:
         """Run a claimed job with the synchronous add's extraction, and commit its memories with
         the job marked done in one transaction; False when the claim was lost meanwhile."""
-        from .extraction import inference
+        from .extraction import planner
 
         given = job.request
         stored = self.store.messages_by_id([m["id"] for m in given["messages"]])
@@ -84,34 +89,29 @@ class MemoryJobs:
             for m in given["messages"]
             if m["id"] in stored  # a message deleted since the add is left out
         ]
-        request = inference.AddRequest(
+        request = planner.AddRequest(
             scope=job.scope, messages=messages, metadata=given["metadata"],
             expiration_date=given["expiration_date"], instructions=given["instructions"],
             now=parse_datetime(given["now"], what="job time"),
             context_before=min((stored[m.id].seq for m in messages), default=None),
         )  # fmt: skip
         if messages:
-            plan, results = self._infer(job.kind, request)
+            plan, results = self.extract(job.kind, request)
         else:
-            plan, results = AddPlan(job.scope, [], [], self.embedder.identity.sha256), []
-        self._prepare(plan.memories)
-        with self._lock:
+            plan, results = AddPlan(job.scope, [], [], self.embedder_sha256), []
+        with self.lock:
             return self.store.finish_job(claim, plan, results)
 
-    def _wait_for_queued(self, scope: Scope) -> None:
+    def wait_for_queued(self, scope: Scope) -> None:
         """Block until the scope has no queued or running job, running them in this Memory's
         worker. A synchronous add waits so, and its facts are extracted after those of the
         scope's earlier async adds, as the adds were made (a later fact may supersede one of
         theirs, and their prompts show the facts before them). Failed jobs do not count."""
         while self.store.scope_pending_jobs(scope) > 0:
-            self._worker.start()
-            self._worker.wait_progress(POLL_S)
+            self.worker.start()
+            self.worker.wait_progress(POLL_S)
 
     def flush(self, timeout: float | None = None) -> None:
-        """Block until the memory file has no queued or running extraction job (of this or any
-        process), starting this Memory's worker even when the config's `job_worker` is false;
-        `FlushTimeoutError` after `timeout` seconds (the jobs stay queued). Failed jobs do not
-        count: see `failed_jobs`."""
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0
         ):
@@ -124,8 +124,8 @@ class MemoryJobs:
                     f"{left} extraction job(s) still queued or running after {timeout} s; "
                     "they stay queued"
                 )
-            self._worker.start()
-            self._worker.wait_progress(min(POLL_S, remaining))
+            self.worker.start()
+            self.worker.wait_progress(min(POLL_S, remaining))
 
     def pending(
         self,
@@ -134,8 +134,6 @@ class MemoryJobs:
         agent_id: str | None = None,
         run_id: str | None = None,
     ) -> int:
-        """How many extraction jobs are queued or running (of the ids given, matched as
-        delete_all matches them; of the whole file when none is given)."""
         scope = make_scope(user_id, agent_id, run_id, required=False)
         return self.store.pending_jobs(None if scope.is_empty() else scope)
 
@@ -146,15 +144,11 @@ class MemoryJobs:
         agent_id: str | None = None,
         run_id: str | None = None,
     ) -> list[dict[str, Any]]:
-        """The jobs that failed every run (oldest first), with their last error; their
-        messages are stored and searchable, only their facts are missing."""
         scope = make_scope(user_id, agent_id, run_id, required=False)
         failed = self.store.jobs_in_state("failed", None if scope.is_empty() else scope)
         return [job.to_dict() for job in failed]
 
     def job(self, event_id: str) -> dict[str, Any] | None:
-        """An async add's job by its `event_id`: `status` PENDING, RUNNING, SUCCEEDED (with the
-        add's `results`) or FAILED (with its `error`); None when unknown or deleted."""
         found = self.store.job(check_memory_id(event_id))
         return None if found is None else found.to_dict()
 

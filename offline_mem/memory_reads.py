@@ -1,27 +1,25 @@
-"""The read half of `Memory`: get, get_all, search, search_messages and history.
+"""The reads of `Memory`: get, get_all, search, search_messages and history.
 
-A mixin: `Memory` provides the store and the models. Reads validate their arguments like writes,
-run no transaction of their own beyond the store's snapshot reads, and keep Mem0's shapes.
+`MemoryReader` validates their arguments like the writes do, runs no transaction of its own
+beyond the store's snapshot reads, and returns Mem0's shapes; the searches themselves are the
+retrieval layer's (retrieval/retriever.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from .errors import MemoryNotFoundError, ValidationError, shown
 from .pinned.embedder import Embedder
 from .pinned.entities import EntityExtractor
-from .pinned.nlp import TextAnalyzer
-from .retrieval import evidence as evidence_ranking
-from .retrieval.evidence import MESSAGE_WEIGHTS, Evidence, MessageSignals, asks, rank_evidence
-from .retrieval.ranking import Ranked, Weights, keyword_share
-from .retrieval.references import Candidate, search_resolving
-from .retrieval.search import SearchOutcome, SearchRequest, overfetch, search_memories
+from .retrieval.evidence import MESSAGE_WEIGHTS
+from .retrieval.ranking import Weights
+from .retrieval.retriever import Retriever
+from .retrieval.search import SearchRequest
 from .store.filters import compile_filters
-from .store.messages import MessageHit, StoredMessage, message_item
+from .store.interface import MemoryStore
+from .store.messages import StoredMessage
 from .store.records import MemoryRecord
-from .store.store import Store
 from .timeutil import is_expired, utc_now
 from .validation import (
     check_memory_id,
@@ -32,22 +30,32 @@ from .validation import (
     make_scope,
     reject_unknown_kwargs,
 )
-from .values import EntityMention, Scope
+from .values import Scope
 
 DEFAULT_SEARCH_THRESHOLD = 0.1
-Hit = tuple[MemoryRecord, Ranked]
 
 
-class MemoryReads:
-    store: Store
-    weights: Weights
-    analyzer: TextAnalyzer
-    entities: EntityExtractor
-    _query_embedder: Embedder  # caches the last queries' vectors (both searches share them)
+class MemoryReader:
+    """The read half of a `Memory` (whose methods document the arguments and results)."""
 
-    def _require(
+    def __init__(
+        self,
+        store: MemoryStore,
+        retriever: Retriever,
+        query_embedder: Embedder,
+        entities: EntityExtractor,
+        weights: Weights,
+    ) -> None:
+        self.store = store
+        self.retriever = retriever
+        self.query_embedder = query_embedder  # caches the last queries' vectors
+        self.entities = entities
+        self.weights = weights
+
+    def require(
         self, memory_id: object, user_id: object, agent_id: object, run_id: object
     ) -> MemoryRecord:
+        """The memory of that id in the scope named; MemoryNotFoundError otherwise."""
         key = check_memory_id(memory_id)
         scope = make_scope(user_id, agent_id, run_id, required=False)
         record = self.store.get(key)
@@ -64,8 +72,6 @@ class MemoryReads:
         run_id: str | None = None,
         **unknown: Any,
     ) -> dict[str, Any] | None:
-        """The memory, or None. Expired memories are returned marked `"expired": True`. The id
-        of a stored message (a `"kind": "message"` search result) gives that message."""
         reject_unknown_kwargs("get", unknown)
         key = check_memory_id(memory_id)
         scope = make_scope(user_id, agent_id, run_id, required=False)
@@ -111,25 +117,6 @@ class MemoryReads:
         resolve_references: bool = True,
         **unknown: Any,
     ) -> dict[str, Any]:
-        """The facts and stored messages of the filtered scope that best match `query`, in one
-        ranking, best first. Every item has `"kind": "fact"` or `"kind": "message"`.
-
-        Facts: candidates from vector similarity, keyword (BM25) and entity signals; `score` is
-        their weighted sum on a fixed [0, 1] scale (see ranking.py). Messages: scored on the same
-        scale by their own text (similarity and entities). Facts take at most 20% of the places
-        (evidence.py says why). `threshold` drops lower scores. A message item
-        has `id`, `memory` (the turn as "Name: content" when it has a name), `content`, `role`,
-        `name`, `created_at`, `observed_at`, `memory_ids` (the facts extracted from it) and
-        `score`. `include_messages=False` returns facts only; messages carry no metadata, so
-        they are left out too when `filters` holds anything but exact scope ids.
-        `explain=True` adds each signal's contribution as `score_details`.
-
-        A query naming someone by relation ("Which city does Tiago's neighbour live in?") is
-        searched again with the name its first results give ("... does Bruno live in?"). The
-        facts are then the memory that gave the name, followed by the two rankings taken in
-        turn (references.py); each keeps the score of the query that found it first, and
-        `explain=True` adds `resolved_query`.
-        `resolve_references=False` searches the query as given only."""
         reject_unknown_kwargs("search", unknown)
         check_text(query, "query")
         request = SearchRequest(
@@ -144,15 +131,15 @@ class MemoryReads:
         # The embedder first: loading its weights briefly holds two copies of them (~180 MB),
         # and with spaCy's pipeline not loaded yet that peak is ~80 MB lower (measured RSS of a
         # cold search: 307 -> 225 MB). The vector is kept for the searches below.
-        self._query_embedder.embed(query)
+        self.query_embedder.embed(query)
         mentions = self.entities.extract_query(query)
         if resolve_references:
-            outcome, resolved = self._search_resolving(request, mentions)
+            outcome, resolved = self.retriever.facts_resolving(request, mentions)
         else:
-            outcome, resolved = self._hybrid(request, mentions), None
+            outcome, resolved = self.retriever.facts(request, mentions), None
         facts = {record.rowid: (record, ranked) for record, ranked in outcome.hits}
         scope = _exact_scope(filters) if include_messages else None
-        ranking, messages = self._rank_with_messages(request, outcome, scope)
+        ranking, messages = self.retriever.rank_with_messages(request, outcome, scope)
         now = utc_now()
         results = []
         for evidence in ranking:
@@ -176,62 +163,6 @@ class MemoryReads:
             return {"results": results, "resolved_query": resolved}
         return {"results": results}
 
-    def _rank_with_messages(
-        self, request: SearchRequest, outcome: SearchOutcome, scope: Scope | None
-    ) -> tuple[list[Evidence], dict[int, dict[str, Any]]]:
-        """The facts of `outcome` and, when `scope` is given, the scope's messages, ranked as
-        one list (evidence.py); and the message items by seq."""
-        ranked_facts = [ranked for _, ranked in outcome.hits]
-        if scope is None:
-            facts_only = rank_evidence(
-                ranked_facts, [], known_entities=(),
-                threshold=request.threshold, top_k=request.top_k,
-            )  # fmt: skip
-            return facts_only, {}
-        vector = self._query_embedder.embed(request.query)
-        n = overfetch(request.top_k)
-        cosine = self.store.message_candidates(vector, scope, k=n)
-        # Keyword candidates too, each scored on both signals (as search.py does for facts).
-        stats = self.store.message_keyword_stats(
-            self.analyzer.analyze_query(request.query).terms, scope
-        )
-        bm25 = self.store.message_keyword_candidates(
-            stats, scope, limit=n, also_seqs=sorted(cosine)
-        )
-        cosine.update(self.store.message_similarities(vector, sorted(set(bm25) - set(cosine))))
-        # A message stored verbatim as a memory (a raw add) is already in the ranking as that
-        # memory; listing it twice would only take a place.
-        hits = [hit for hit in self.store.message_hits(cosine) if not hit.stored_verbatim]
-        # The replies to the candidates that ask something are candidates too, on their own
-        # signals, and take a share of the question's score (evidence.REPLY_SHARE).
-        replies: dict[int, int] = {}
-        if evidence_ranking.REPLY_SHARE:
-            replies = self.store.message_replies(
-                [h.record.seq for h in hits if asks(h.record.content)]
-            )
-        new = sorted(set(replies.values()) - set(cosine))
-        if new:
-            found = self.store.message_similarities(vector, new)
-            bm25.update(self.store.message_keyword_candidates(stats, scope, limit=0, also_seqs=new))
-            hits += [hit for hit in self.store.message_hits(found) if not hit.stored_verbatim]
-        items = {
-            hit.record.seq: message_item(hit.record, hit.memory_ids, hit.scope_ids) for hit in hits
-        }
-        signals = [
-            MessageSignals(
-                h.record.seq,
-                h.score,
-                items[h.record.seq]["memory"],
-                keyword_share(bm25.get(h.record.seq, 0.0), stats.ideal),
-            )
-            for h in hits
-        ]
-        ranking = rank_evidence(
-            ranked_facts, signals, known_entities=outcome.known_entities,
-            threshold=request.threshold, top_k=request.top_k, replies=replies,
-        )  # fmt: skip
-        return ranking, items
-
     def search_messages(
         self,
         query: str,
@@ -242,24 +173,15 @@ class MemoryReads:
         resolve_references: bool = True,
         **unknown: Any,
     ) -> dict[str, Any]:
-        """The stored messages (not memories) of a scope closest to `query`, best first.
-
-        Extraction can miss what a later question needs; the messages themselves stay
-        searchable. `filters` names the scope by `user_id`, `agent_id` and/or `run_id` (exact
-        values; messages carry no metadata). `score` is the cosine similarity of the query to
-        the message; `threshold` drops lower scores. Each result lists `memory_ids`, the
-        memories extracted from that message. System messages are not indexed. Relational
-        references are resolved as in `search` ("my neighbour" in a message counts only when
-        its speaker is the person the query names)."""
         reject_unknown_kwargs("search_messages", unknown)
         check_text(query, "query")
         scope = _message_scope(filters)
         limit = check_top_k(top_k)
         floor = check_threshold(threshold)
         if resolve_references:
-            hits = self._message_hits_resolving(query, scope, limit, floor)
+            hits = self.retriever.message_hits_resolving(query, scope, limit, floor)
         else:
-            hits = self._message_hits(query, scope, limit, floor)
+            hits = self.retriever.message_hits(query, scope, limit, floor)
         results = []
         for hit in hits:
             item = hit.record.to_dict()
@@ -267,59 +189,6 @@ class MemoryReads:
             item["memory_ids"] = list(hit.memory_ids)
             results.append(item)
         return {"results": results}
-
-    def _hybrid(self, request: SearchRequest, mentions: list[EntityMention]) -> SearchOutcome:
-        return search_memories(
-            self.store, self._query_embedder, self.analyzer, request, mentions=mentions
-        )
-
-    def _search_resolving(
-        self, request: SearchRequest, mentions: list[EntityMention]
-    ) -> tuple[SearchOutcome, str | None]:
-        """The memory search, with the query's relational references resolved
-        (references.search_resolving); the entities known to the scope are those of every
-        search it ran."""
-        known: set[str] = set()
-
-        def search(query: str, limit: int, floor: float | None) -> list[Hit]:
-            asked = replace(request, query=query, top_k=limit, threshold=floor)
-            said = mentions if query == request.query else self.entities.extract_query(query)
-            found = self._hybrid(asked, said)
-            known.update(found.known_entities)
-            return found.hits
-
-        hits, resolved = search_resolving(
-            request.query, search, limit=request.top_k, floor=request.threshold,
-            score=lambda hit: hit[1].score,
-            candidate=lambda hit: Candidate(
-                hit[0].text, hit[0].actor_id, hit[0].role != "assistant"
-            ),
-            key=lambda hit: hit[0].rowid,
-        )  # fmt: skip
-        return SearchOutcome(hits, frozenset(known)), resolved
-
-    def _message_hits_resolving(
-        self, query: str, scope: Scope, limit: int, floor: float | None
-    ) -> list[MessageHit]:
-        """_message_hits, with relational references resolved as in _search_resolving ("my
-        neighbour" in a message counts only when its speaker is the person the query names)."""
-        hits, _ = search_resolving(
-            query, lambda text, n, least: self._message_hits(text, scope, n, least),
-            limit=limit, floor=floor, score=lambda hit: hit.score,
-            candidate=lambda hit: Candidate(hit.record.content, hit.record.name,
-                                            hit.record.role == "user"),
-            key=lambda hit: hit.record.seq,
-        )  # fmt: skip
-        return hits
-
-    def _message_hits(
-        self, query: str, scope: Scope, limit: int, floor: float | None
-    ) -> list[MessageHit]:
-        vector = self._query_embedder.embed(query)
-        scored = self.store.message_candidates(vector, scope, k=limit)
-        if floor is not None:
-            scored = {seq: score for seq, score in scored.items() if score >= floor}
-        return self.store.message_hits(scored)
 
     def history(
         self,
@@ -330,10 +199,6 @@ class MemoryReads:
         run_id: str | None = None,
         **unknown: Any,
     ) -> list[dict[str, Any]]:
-        """Every ADD/UPDATE/SUPERSEDE/DELETE of the memory, oldest first; kept after deletion.
-        With a scope named (as for `get`), only the history of a live memory of that scope: a
-        deleted memory's row, and the scope it had, are gone from the file, so its history is
-        returned only to a call that names no scope."""
         reject_unknown_kwargs("history", unknown)
         key = check_memory_id(memory_id)
         scope = make_scope(user_id, agent_id, run_id, required=False)

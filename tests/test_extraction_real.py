@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from offline_mem.config import DEFAULT_EXTRACTOR, resolve_models_dir
-from offline_mem.extraction.inference import REPRODUCIBLE_SUFFIX
+from offline_mem.extraction.planner import REPRODUCIBLE_SUFFIX
 from offline_mem.extraction.prompts import PROMPT_VERSION
 from offline_mem.memory import Memory
 from offline_mem.pinned.extractor import LlamaExtractor

@@ -203,8 +203,8 @@ def test_a_query_without_reference_is_searched_once(mateo):
 def test_a_query_without_reference_is_not_widened(mateo):
     """The wider pool serves only to find a bridge name; a plain query is searched as asked."""
     asked = []
-    hybrid = mateo._hybrid
-    mateo._hybrid = lambda request, mentions: (
+    hybrid = mateo._reader.retriever.facts
+    mateo._reader.retriever.facts = lambda request, mentions: (
         asked.append(request.top_k)
         or hybrid(  # type: ignore[method-assign]
             request, mentions

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from offline_mem.extraction.admission import Fact
 from offline_mem.extraction.checks.base import CheckContext
 from offline_mem.extraction.checks.pipeline import FACT_CHECKS
-from offline_mem.extraction.checks.unsupported import Unsupported
+from offline_mem.extraction.checks.unsupported import UnsupportedFacts
 from offline_mem.store.records import NewMessage
 
 
@@ -35,7 +35,7 @@ def test_a_named_speakers_fact_without_a_word_of_their_message_is_dropped():
         Fact("Rui's sister visits Rui on Sunday.", "assistant", (1,)),  # nothing of Rui's turn
         Fact("Rui plans to make something next.", "assistant", (1,)),
     ]
-    kept, dropped = Unsupported().check(facts, ctx)
+    kept, dropped = UnsupportedFacts().check(facts, ctx)
     assert [f.text for f in kept] == [
         "Lena got a pottery wheel.",
         "Rui plans to make something next.",
@@ -48,6 +48,6 @@ def test_a_named_speakers_fact_without_a_word_of_their_message_is_dropped():
 
 def test_an_unnamed_users_paraphrase_stays_and_the_check_runs_in_every_add():
     ctx = _context((None, "user", "I don't eat meat."), (None, "assistant", "Noted!"))
-    kept, dropped = Unsupported().check([Fact("User is vegetarian.", "user", (0,))], ctx)
+    kept, dropped = UnsupportedFacts().check([Fact("User is vegetarian.", "user", (0,))], ctx)
     assert [f.text for f in kept] == ["User is vegetarian."] and dropped == []
-    assert any(isinstance(c, Unsupported) for c in FACT_CHECKS)
+    assert any(isinstance(c, UnsupportedFacts) for c in FACT_CHECKS)

@@ -51,8 +51,8 @@ def hits_of(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from offline_mem import Memory, memory_reads
-    from offline_mem.retrieval import evidence
+    from offline_mem import Memory
+    from offline_mem.retrieval import evidence, retriever
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, required=True)
@@ -82,14 +82,14 @@ def main(argv: list[str] | None = None) -> int:
         """search with REPLY_SHARE = share; every message's reply, not only a question's."""
 
         def call(query: str, user: str) -> list[dict[str, Any]]:
-            saved = evidence.REPLY_SHARE, memory_reads.asks
+            saved = evidence.REPLY_SHARE, retriever.asks
             evidence.REPLY_SHARE = share
             if every_message:
-                memory_reads.asks = lambda text: True
+                retriever.asks = lambda text: True
             try:
                 return search(query, user)
             finally:
-                evidence.REPLY_SHARE, memory_reads.asks = saved
+                evidence.REPLY_SHARE, retriever.asks = saved
 
         return call
 

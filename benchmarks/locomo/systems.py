@@ -277,7 +277,7 @@ def leave_out(check: str) -> None:
     """Run offline_mem without one of its fact checks (a class name in
     `checks.pipeline.FACT_CHECKS`), or with `ChangeGate` without the supersession gate (every
     fact is then asked whether it changed an older one): for the per-check ablation."""
-    from offline_mem.extraction import inference, supersession
+    from offline_mem.extraction import planner, supersession
     from offline_mem.extraction.checks import pipeline
 
     if check == "ChangeGate":
@@ -287,7 +287,7 @@ def leave_out(check: str) -> None:
     if len(kept) == len(pipeline.FACT_CHECKS):
         names = [type(c).__name__ for c in pipeline.FACT_CHECKS]
         raise ValueError(f"no fact check named {check!r}; there are {names} and ChangeGate")
-    inference.check_facts = functools.partial(pipeline.check_facts, checks=kept)  # type: ignore[assignment]
+    planner.check_facts = functools.partial(pipeline.check_facts, checks=kept)  # type: ignore[assignment]
 
 
 class OfflineMemSystem(System):

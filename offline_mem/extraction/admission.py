@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from ..store.records import MemoryRecord, NewMemory, NewMessage
-from ..store.store import keyword_text
+from ..store.records import MemoryRecord, NewMemory, NewMessage, keyword_text
 from ..values import content_hash
 
 # all-MiniLM-L6-v2 cosine similarity at or above which two facts say the same thing. Measured on
@@ -54,8 +53,10 @@ class Admission:
     def record_supersession(self, index: int, old: MemoryRecord) -> None:
         """memories[index] supersedes `old`: mark it, and add the SUPERSEDE row after the
         memory's ADD row, with the ADD row listing it (the shape `admit` produces)."""
-        memory = self.memories[index]
-        memory.supersedes.append(old.id)
+        memory = replace(
+            self.memories[index], supersedes=[*self.memories[index].supersedes, old.id]
+        )
+        self.memories[index] = memory
         at = next(i for i, r in enumerate(self.results) if r["id"] == memory.id)
         self.results[at]["supersedes"] = list(memory.supersedes)
         while at + 1 < len(self.results) and self.results[at + 1]["event"] == "SUPERSEDE":

@@ -16,10 +16,10 @@ import numpy as np
 
 from ..pinned.embedder import Embedder
 from ..pinned.nlp import TextAnalyzer
+from ..store.candidates import EntitySignal
 from ..store.filters import CompiledFilter
+from ..store.interface import CandidateQueries
 from ..store.records import MemoryRecord
-from ..store.signals import EntitySignal
-from ..store.store import Store
 from ..values import EntityMention
 from .ranking import Ranked, Signals, Weights, score_and_rank
 
@@ -49,7 +49,7 @@ class SearchOutcome:
 
 
 def hybrid_search(
-    store: Store,
+    store: CandidateQueries,
     embedder: Embedder,
     analyzer: TextAnalyzer,
     request: SearchRequest,
@@ -64,7 +64,7 @@ def hybrid_search(
 
 
 def search_memories(
-    store: Store,
+    store: CandidateQueries,
     embedder: Embedder,
     analyzer: TextAnalyzer,
     request: SearchRequest,
@@ -77,7 +77,7 @@ def search_memories(
     norms = analyzer.query_entity_norms(analysis, mentions)
     n = overfetch(request.top_k)
     use = set(request.signals)
-    with store.db.snapshot():
+    with store.snapshot():
         condition = store.search_filter(
             request.where,
             include_expired=request.include_expired,

@@ -13,7 +13,8 @@ import logging
 import threading
 from collections.abc import Callable
 
-from .jobs import JobClaim, JobQueue, JobRecord, new_owner_token
+from .interface import JobStore
+from .jobs import JobClaim, JobRecord, new_owner_token
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,7 @@ Execute = Callable[[JobRecord, JobClaim], bool]
 
 
 class JobWorker:
-    def __init__(self, queue: JobQueue, execute: Execute, *, lease_s: float = LEASE_S) -> None:
+    def __init__(self, queue: JobStore, execute: Execute, *, lease_s: float = LEASE_S) -> None:
         self._queue = queue
         self._execute = execute
         self._token = new_owner_token()
@@ -108,7 +109,7 @@ class JobWorker:
                     continue
                 pending = self._queue.pending_jobs()
             except Exception as exc:  # the file is busy: look again later
-                if self._queue.db.closed:  # closed under the worker (Memory.store.close())
+                if self._queue.closed:  # closed under the worker (Memory.store.close())
                     with self._lock:
                         self._thread = None
                     return
@@ -126,7 +127,7 @@ class _Heartbeat:
     """Renews a claim's lease every quarter lease while its job runs (a model call may take
     longer than the lease), in a thread of its own; stops when the claim is lost."""
 
-    def __init__(self, queue: JobQueue, claim: JobClaim, lease_s: float) -> None:
+    def __init__(self, queue: JobStore, claim: JobClaim, lease_s: float) -> None:
         self._queue = queue
         self._claim = claim
         self._lease_s = lease_s

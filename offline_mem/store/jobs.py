@@ -1,10 +1,10 @@
 """The extraction job queue of `add(..., async_mode=True)`: the `jobs` table and its claims.
 
-A mixin of `Store` (it uses `self.db`). An async add writes its messages and one `queued` job in
-one transaction (`Store.apply_add(plan, job=...)`). A worker (job_worker.py) claims the oldest
-claimable job in a transaction, runs the extraction outside any transaction, and commits the
-memories with the job marked `done` in one transaction (`Store.finish_job`), which first checks
-that the claim is still its own. So a job is completed at most once, and a process killed
+`JobQueue` is the `Store`'s part for them. An async add writes its messages and one `queued`
+job in one transaction (`Store.apply_add(plan, job=...)`). A worker (job_worker.py) claims the
+oldest claimable job in a transaction, runs the extraction outside any transaction, and commits
+the memories with the job marked `done` in one transaction (`Store.finish_job`), which first
+checks that the claim is still its own. So a job is completed at most once, and a process killed
 halfway leaves the job `running` with nothing of its work committed.
 
 Claims: a job's owner is a random token, with the owner's host and pid and a lease that the
@@ -26,8 +26,8 @@ from typing import Any
 
 from ..timeutil import iso, utc_now
 from ..values import Scope
+from .candidates import scope_match
 from .db import Database
-from .signals import scope_match
 
 UNFINISHED = ("queued", "running")
 # what `Memory.job` reports for each state (the words of Mem0's platform events)
@@ -112,7 +112,13 @@ def _pid_alive(pid: int) -> bool:
 
 
 class JobQueue:
-    db: Database
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @property
+    def closed(self) -> bool:
+        """Whether the file was closed (under a worker that still runs)."""
+        return self.db.closed
 
     def insert_job(self, scope: Scope, job: NewJob, now: str) -> None:
         """Call inside the transaction that writes the job's messages."""
@@ -153,7 +159,7 @@ class JobQueue:
                 )
         return None
 
-    def _holds(self, claim: JobClaim) -> bool:
+    def holds(self, claim: JobClaim) -> bool:
         """Inside a transaction: whether the job is still running under this claim (a job whose
         scope was deleted, or that another worker took over after our lease ran out, is not)."""
         row = self.db.query_one("SELECT state, owner FROM jobs WHERE seq = ?", (claim.seq,))
@@ -161,7 +167,7 @@ class JobQueue:
 
     def renew_claim(self, claim: JobClaim, *, lease_s: float) -> bool:
         with self.db.atomic():
-            if not self._holds(claim):
+            if not self.holds(claim):
                 return False
             self.db.execute(
                 "UPDATE jobs SET lease_until = ? WHERE seq = ?", (time.time() + lease_s, claim.seq)
@@ -169,7 +175,7 @@ class JobQueue:
         return True
 
     def mark_job_done(self, claim: JobClaim, results: Sequence[dict[str, Any]]) -> None:
-        """Call inside the transaction that writes the job's memories, after `_holds`."""
+        """Call inside the transaction that writes the job's memories, after `holds`."""
         self.db.execute(
             "UPDATE jobs SET state = 'done', results = ?, finished_at = ?, lease_until = NULL,"
             " error = NULL WHERE seq = ?",
@@ -180,7 +186,7 @@ class JobQueue:
         """Record a failed run: queued again after `retry_s`, or `failed` after `max_attempts`
         runs. Returns the job's new state ("" when the claim was no longer ours)."""
         with self.db.atomic():
-            if not self._holds(claim):
+            if not self.holds(claim):
                 return ""
             attempts = self.db.query_one("SELECT attempts FROM jobs WHERE seq = ?", (claim.seq,))
             failed = attempts[0] + 1 >= max_attempts

@@ -1,11 +1,11 @@
 """The message index: every non-system message's vector and keyword terms, so the text behind
 the facts stays retrievable (`Memory.search`, `Memory.search_messages`).
 
-A mixin of `Store` (it uses `self.db`). Vectors live in `message_vectors` (rowid = messages.seq;
-a large user's are held in memory by `message_vector_cache`), keyword rows in the messages' own
-BM25 index (keyword_index.MESSAGE_KEYWORDS); both are written in the same transaction as their
-message. Files created before the index existed are filled by `Memory` when it opens
-(`pending_message_batches` / `index_messages`), tracked by meta `message_vectors`.
+`MessageIndex` is the `Store`'s part for them. Vectors live in `message_vectors` (rowid =
+messages.seq; a large user's are held in memory by `message_vector_cache`), keyword rows in the
+messages' own BM25 index (keyword_index.MESSAGE_KEYWORDS); both are written in the same
+transaction as their message. Files created before the index existed are filled by `Memory`
+when it opens (`pending_message_batches` / `index_messages`), tracked by meta `message_vectors`.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import numpy as np
 
 from ..values import Scope
 from . import keyword_index
+from .candidates import filtered_knn, point_similarities, scope_match, vector_blob
 from .db import Database
 from .keyword_index import MESSAGE_KEYWORDS
 from .records import MessageRecord
-from .signals import filtered_knn, point_similarities, scope_match, vector_blob
 from .vector_cache import MESSAGE_VECTORS, VectorCache
 
 INDEX_STATE_KEY = "message_vectors"  # meta key: "complete" or "pending"
@@ -83,8 +83,11 @@ def message_item(
 
 
 class MessageIndex:
-    db: Database
-    message_vector_cache: VectorCache | None
+    """The stored messages: their index rows, their search, their deletion."""
+
+    def __init__(self, db: Database, vector_cache: VectorCache | None) -> None:
+        self.db = db
+        self.message_vector_cache = vector_cache
 
     def find_message(self, message_id: str) -> StoredMessage | None:
         columns = ", ".join(f"msg.{c.strip()}" for c in MessageRecord.COLUMNS.split(","))

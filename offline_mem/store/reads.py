@@ -1,7 +1,7 @@
 """The store's reads of memories, their history, entities, sources and the scope's messages.
 
-A mixin of `Store` (it uses `self.db`, and `_visibility` from `SearchSignals`); the writes, each
-one transaction, stay in store.py.
+`StoreReads` is the `Store`'s part that reads rows; the writes, each one transaction, are in
+writes.py.
 """
 
 from __future__ import annotations
@@ -11,16 +11,17 @@ from datetime import datetime
 
 from ..timeutil import utc_now
 from ..values import Scope
+from .candidates import visibility
 from .db import Database
 from .filters import CompiledFilter
 from .records import HistoryRecord, MemoryRecord, MessageRecord
-from .signals import SearchSignals
 
 _BEYOND = 2**63 - 1  # a seq after every message
 
 
-class StoreReads(SearchSignals):
-    db: Database
+class StoreReads:
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
     def get(self, memory_id: str) -> MemoryRecord | None:
         row = self.db.query_one(
@@ -39,7 +40,7 @@ class StoreReads(SearchSignals):
         now: datetime | None = None,
     ) -> list[MemoryRecord]:
         """Newest first, as Mem0's get_all."""
-        visible, vparams = self._visibility(
+        visible, vparams = visibility(
             now=now or utc_now(), include_expired=include_expired,
             include_superseded=include_superseded,
         )  # fmt: skip

@@ -147,6 +147,11 @@ class MessageRecord:
 # -- write plans --------------------------------------------------------------------------
 
 
+def keyword_text(text: str) -> str:
+    """The text analysed into keyword terms for a memory (its own text)."""
+    return text
+
+
 @dataclass(frozen=True)
 class NewMessage:
     id: str
@@ -154,13 +159,13 @@ class NewMessage:
     content: str
     name: str | None
     observed_at: str | None
-    vector: np.ndarray | None = None  # filled before the write for indexed (non-system) messages
-    terms: list[str] | None = None  # keyword terms, filled with the vector
+    vector: np.ndarray | None = None  # set (by `replace`) before the write when indexed
+    terms: list[str] | None = None  # keyword terms, set with the vector
     metadata: dict[str, Any] | None = None  # image references, tool calls (validation.py)
     extract: bool = True  # shown to the extractor (tool results and tool calls are not)
 
 
-@dataclass
+@dataclass(frozen=True)
 class NewMemory:
     id: str
     text: str
@@ -177,12 +182,13 @@ class NewMemory:
     source_messages: list[int] = field(default_factory=list)  # indexes into AddPlan.messages
     entities: list[EntityMention] = field(default_factory=list)
     supersedes: list[str] = field(default_factory=list)  # ids of memories this one replaces
-    terms: list[str] | None = None  # keyword terms of keyword_text; filled before the write
+    terms: list[str] | None = None  # keyword terms of keyword_text; set before the write
 
 
-@dataclass
+@dataclass(frozen=True)
 class AddPlan:
-    """Everything one `add` writes, applied by the store in one transaction."""
+    """Everything one `add` writes, applied by the store in one transaction. Each step that
+    adds to a plan (vectors, keyword terms, entities) makes a new one with `replace`."""
 
     scope: Scope
     messages: list[NewMessage]

@@ -1,40 +1,38 @@
-"""The one-file store: every table of a memory file and the only code that writes them.
+"""The SQLite store: one memory file, held as parts that share its one `Database`.
 
-Each public write method is exactly one transaction (`Database.atomic`): memories, vectors,
-keyword rows, entity links, history, messages and provenance change together or not at all.
-Keep this interface narrow: a PostgreSQL + pgvector store would implement the same methods.
+`Store` opens (and migrates) the file and holds its parts: the reads (reads.py), the candidate
+queries of a search (candidates.py), the message index (messages.py), the job queue (jobs.py)
+and the writes, each public one a single transaction (writes.py). It offers them to the layers
+above as the `MemoryStore` interface (interface.py), which is all those layers know of it. The
+SQLite upkeep (the WAL, VACUUM, the meta table, usage and counts for the CLI) is the `Store`'s
+own, outside that interface.
 """
 
 from __future__ import annotations
 
-import json
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from ..errors import CorruptFileError, EmbedderMismatchError, MemoryNotFoundError
-from ..timeutil import iso, utc_now
-from ..values import EmbedderIdentity, EntityMention, Scope, content_hash
+from ..errors import CorruptFileError, EmbedderMismatchError
+from ..values import EmbedderIdentity, EntityMention, Scope
 from . import keyword_index, vector_cache
+from .candidates import CandidateQueries, EntitySignal
 from .db import Database, Tracer
-from .jobs import JobClaim, JobQueue, NewJob
-from .messages import MessageIndex
+from .filters import CompiledFilter
+from .jobs import JobClaim, JobQueue, JobRecord, NewJob
+from .messages import MessageHit, MessageIndex, StoredMessage
 from .migrations import SCHEMA_VERSION, MigrationContext, migrate
 from .reads import StoreReads
-from .records import AddPlan, MemoryRecord, NewMemory
-from .signals import SearchSignals, scope_match, vector_blob
+from .records import AddPlan, HistoryRecord, MemoryRecord, MessageRecord
+from .vector_cache import VectorCache
+from .writes import MemoryWrites
 
 
-def keyword_text(text: str) -> str:
-    """The text analysed into keyword terms for a memory (its own text)."""
-    return text
-
-
-class Store(StoreReads, SearchSignals, MessageIndex, JobQueue):
+class Store:
     def __init__(
         self,
         db: Database,
@@ -45,7 +43,7 @@ class Store(StoreReads, SearchSignals, MessageIndex, JobQueue):
         self.db = db
         self.embedder = embedder
         # The budget is shared: half for memories' vectors, half for messages'.
-        self.vector_cache, self.message_vector_cache = (
+        memory_cache, message_cache = (
             (
                 vector_cache.VectorCache(
                     db, vector_cache.MEMORY_VECTORS, budget_mb=vector_cache_mb / 2
@@ -57,6 +55,11 @@ class Store(StoreReads, SearchSignals, MessageIndex, JobQueue):
             if vector_cache_mb > 0
             else (None, None)
         )
+        self.reads = StoreReads(db)
+        self.candidates = CandidateQueries(db, memory_cache)
+        self.messages = MessageIndex(db, message_cache)
+        self.jobs = JobQueue(db)
+        self.writes = MemoryWrites(db, self.reads, self.messages, self.jobs)
 
     @classmethod
     def open(
@@ -96,12 +99,264 @@ class Store(StoreReads, SearchSignals, MessageIndex, JobQueue):
     def tracer(self, value: Tracer | None) -> None:
         self.db.tracer = value
 
+    @property
+    def vector_cache(self) -> VectorCache | None:
+        """The memories' vectors of large users, held in memory (vector_cache.py)."""
+        return self.candidates.vector_cache
+
+    @vector_cache.setter
+    def vector_cache(self, cache: VectorCache | None) -> None:
+        self.candidates.vector_cache = cache
+
+    @property
+    def message_vector_cache(self) -> VectorCache | None:
+        return self.messages.message_vector_cache
+
+    @message_vector_cache.setter
+    def message_vector_cache(self, cache: VectorCache | None) -> None:
+        self.messages.message_vector_cache = cache
+
     @contextmanager
     def atomic(self) -> Iterator[None]:
         with self.db.atomic():
             yield
 
-    # -- meta ---------------------------------------------------------------------------------
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        with self.db.snapshot():
+            yield
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def get(self, memory_id: str) -> MemoryRecord | None:
+        return self.reads.get(memory_id)
+
+    def list_memories(
+        self,
+        where: CompiledFilter,
+        *,
+        limit: int,
+        offset: int = 0,
+        include_expired: bool = False,
+        include_superseded: bool = False,
+        now: datetime | None = None,
+    ) -> list[MemoryRecord]:
+        return self.reads.list_memories(
+            where, limit=limit, offset=offset, include_expired=include_expired,
+            include_superseded=include_superseded, now=now,
+        )  # fmt: skip
+
+    def records_by_rowid(self, rowids: Sequence[int]) -> dict[int, MemoryRecord]:
+        return self.reads.records_by_rowid(rowids)
+
+    def entities_of(self, rowid: int) -> list[tuple[str, str, str]]:
+        return self.reads.entities_of(rowid)
+
+    def history(self, memory_id: str) -> list[HistoryRecord]:
+        return self.reads.history(memory_id)
+
+    def recent_messages(
+        self, scope: Scope, limit: int = 10, *, before: int | None = None
+    ) -> list[MessageRecord]:
+        return self.reads.recent_messages(scope, limit, before=before)
+
+    def message_count(self, scope: Scope, *, before: int | None = None) -> int:
+        return self.reads.message_count(scope, before=before)
+
+    def messages_by_id(self, ids: Sequence[str]) -> dict[str, MessageRecord]:
+        return self.reads.messages_by_id(ids)
+
+    def sources(self, memory_rowid: int) -> list[MessageRecord]:
+        return self.reads.sources(memory_rowid)
+
+    def hashes_in_scope(self, scope: Scope, hashes: Sequence[str]) -> set[str]:
+        return self.reads.hashes_in_scope(scope, hashes)
+
+    def find_message(self, message_id: str) -> StoredMessage | None:
+        return self.messages.find_message(message_id)
+
+    # -- candidate queries ----------------------------------------------------------------------
+
+    def search_filter(
+        self,
+        where: CompiledFilter,
+        *,
+        include_expired: bool = False,
+        include_superseded: bool = False,
+        now: datetime | None = None,
+    ) -> tuple[str, list[Any]]:
+        return self.candidates.search_filter(
+            where, include_expired=include_expired, include_superseded=include_superseded,
+            now=now,
+        )  # fmt: skip
+
+    def vector_candidates(
+        self, vector: np.ndarray, where: CompiledFilter, condition: tuple[str, list[Any]], *, k: int
+    ) -> dict[int, float]:
+        return self.candidates.vector_candidates(vector, where, condition, k=k)
+
+    def vector_similarities(
+        self, vector: np.ndarray, rowids: Sequence[int], *, user_id: str | None = None
+    ) -> dict[int, float]:
+        return self.candidates.vector_similarities(vector, rowids, user_id=user_id)
+
+    def keyword_stats(
+        self, terms: Sequence[str], where: CompiledFilter
+    ) -> keyword_index.QueryStats:
+        return self.candidates.keyword_stats(terms, where)
+
+    def keyword_candidates(
+        self,
+        stats: keyword_index.QueryStats,
+        where: CompiledFilter,
+        condition: tuple[str, list[Any]],
+        *,
+        limit: int | None = None,
+        only_rowids: Sequence[int] | None = None,
+        also_rowids: Sequence[int] = (),
+    ) -> dict[int, float]:
+        return self.candidates.keyword_candidates(
+            stats, where, condition, limit=limit, only_rowids=only_rowids,
+            also_rowids=also_rowids,
+        )  # fmt: skip
+
+    def entity_candidates(
+        self,
+        norms: Sequence[str],
+        where: CompiledFilter,
+        condition: tuple[str, list[Any]],
+        *,
+        limit: int,
+    ) -> EntitySignal:
+        return self.candidates.entity_candidates(norms, where, condition, limit=limit)
+
+    # -- message search -------------------------------------------------------------------------
+
+    def message_candidates(self, vector: np.ndarray, scope: Scope, *, k: int) -> dict[int, float]:
+        return self.messages.message_candidates(vector, scope, k=k)
+
+    def message_keyword_stats(self, terms: Sequence[str], scope: Scope) -> keyword_index.QueryStats:
+        return self.messages.message_keyword_stats(terms, scope)
+
+    def message_keyword_candidates(
+        self,
+        stats: keyword_index.QueryStats,
+        scope: Scope,
+        *,
+        limit: int,
+        also_seqs: Sequence[int] = (),
+    ) -> dict[int, float]:
+        return self.messages.message_keyword_candidates(
+            stats, scope, limit=limit, also_seqs=also_seqs
+        )
+
+    def message_similarities(self, vector: np.ndarray, seqs: Sequence[int]) -> dict[int, float]:
+        return self.messages.message_similarities(vector, seqs)
+
+    def message_replies(self, seqs: Sequence[int]) -> dict[int, int]:
+        return self.messages.message_replies(seqs)
+
+    def message_hits(self, scored: dict[int, float]) -> list[MessageHit]:
+        return self.messages.message_hits(scored)
+
+    # -- the message index of files written before it existed ----------------------------------
+
+    def message_index_complete(self) -> bool:
+        return self.messages.message_index_complete()
+
+    def pending_message_batches(
+        self, batch_size: int = 256
+    ) -> Iterator[list[tuple[int, str | None, str]]]:
+        return self.messages.pending_message_batches(batch_size)
+
+    def index_messages(
+        self,
+        rows: Sequence[tuple[int, str | None]],
+        vectors: Sequence[np.ndarray] | np.ndarray,
+        terms: Sequence[Sequence[str]],
+    ) -> None:
+        self.messages.index_messages(rows, vectors, terms)
+
+    def mark_message_index(self, state: str) -> None:
+        self.messages.mark_message_index(state)
+
+    def insert_message_vector(self, seq: int, user_id: str | None, vector: np.ndarray) -> None:
+        self.messages.insert_message_vector(seq, user_id, vector)
+
+    def insert_message_terms(self, seq: int, user_id: str | None, terms: Sequence[str]) -> None:
+        self.messages.insert_message_terms(seq, user_id, terms)
+
+    # -- writes, each one transaction ----------------------------------------------------------
+
+    def apply_add(
+        self, plan: AddPlan, *, now: datetime | None = None, job: NewJob | None = None
+    ) -> list[str]:
+        return self.writes.apply_add(plan, now=now, job=job)
+
+    def finish_job(self, claim: JobClaim, plan: AddPlan, results: Sequence[dict[str, Any]]) -> bool:
+        return self.writes.finish_job(claim, plan, results)
+
+    def update_memory(
+        self,
+        record: MemoryRecord,
+        *,
+        text: str | None,
+        text_hash: str | None,
+        vector: np.ndarray | None,
+        terms: Sequence[str] | None = None,
+        entities: Sequence[EntityMention] | None = None,
+        metadata: dict[str, Any] | None,
+        expiration_date: Any,
+        now: datetime | None = None,
+    ) -> MemoryRecord:
+        return self.writes.update_memory(
+            record, text=text, text_hash=text_hash, vector=vector, terms=terms,
+            entities=entities, metadata=metadata, expiration_date=expiration_date, now=now,
+        )  # fmt: skip
+
+    def delete_memory(self, record: MemoryRecord, *, now: datetime | None = None) -> None:
+        self.writes.delete_memory(record, now=now)
+
+    def delete_message(self, message_id: str) -> StoredMessage | None:
+        return self.messages.delete_message(message_id)
+
+    def delete_scope(self, scope: Scope, *, now: datetime | None = None) -> int:
+        return self.writes.delete_scope(scope, now=now)
+
+    def reset(self) -> None:
+        self.writes.reset()
+
+    # -- the job queue --------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self.jobs.closed
+
+    def claim_job(self, token: str, *, lease_s: float) -> JobRecord | None:
+        return self.jobs.claim_job(token, lease_s=lease_s)
+
+    def renew_claim(self, claim: JobClaim, *, lease_s: float) -> bool:
+        return self.jobs.renew_claim(claim, lease_s=lease_s)
+
+    def fail_job(self, claim: JobClaim, error: str, *, max_attempts: int, retry_s: float) -> str:
+        return self.jobs.fail_job(claim, error, max_attempts=max_attempts, retry_s=retry_s)
+
+    def job(self, job_id: str) -> JobRecord | None:
+        return self.jobs.job(job_id)
+
+    def jobs_in_state(self, state: str, scope: Scope | None = None) -> list[JobRecord]:
+        return self.jobs.jobs_in_state(state, scope)
+
+    def pending_jobs(self, scope: Scope | None = None) -> int:
+        return self.jobs.pending_jobs(scope)
+
+    def scope_pending_jobs(self, scope: Scope) -> int:
+        return self.jobs.scope_pending_jobs(scope)
+
+    def job_counts(self) -> dict[str, int]:
+        return self.jobs.job_counts()
+
+    # -- SQLite upkeep (outside the interface) ---------------------------------------------------
 
     def meta(self) -> dict[str, str]:
         return dict(self.db.query("SELECT key, value FROM meta ORDER BY key"))
@@ -115,304 +370,8 @@ class Store(StoreReads, SearchSignals, MessageIndex, JobQueue):
                     (key, value),
                 )
 
-    # -- writes -------------------------------------------------------------------------------
-
-    def apply_add(
-        self, plan: AddPlan, *, now: datetime | None = None, job: NewJob | None = None
-    ) -> list[str]:
-        """Write messages, memories and everything attached to them, and the extraction job of
-        an async add when given; returns the new memories' ids."""
-        now = now or utc_now()
-        with self.db.atomic():
-            seqs: list[int | None] = list(self._insert_messages(plan, now))
-            for memory in plan.memories:
-                self._insert_memory(plan, memory, seqs, now)
-            if job is not None:
-                self.insert_job(plan.scope, job, iso(now))
-        return [m.id for m in plan.memories]
-
-    def finish_job(self, claim: JobClaim, plan: AddPlan, results: Sequence[dict[str, Any]]) -> bool:
-        """Write a job's memories (its messages are stored already) and mark it done, in one
-        transaction; False, with nothing written, when the claim is no longer ours. A message
-        deleted since the job was queued is left out of the memories' sources."""
-        now = utc_now()
-        with self.db.atomic():
-            if not self._holds(claim):
-                return False
-            found = self.messages_by_id([m.id for m in plan.messages])
-            seqs = [found[m.id].seq if m.id in found else None for m in plan.messages]
-            for memory in plan.memories:
-                self._insert_memory(plan, memory, seqs, now)
-            self.mark_job_done(claim, results)
-        return True
-
-    def _insert_messages(self, plan: AddPlan, now: datetime) -> list[int]:
-        last = self.db.query_one("SELECT max(created_at) FROM messages")[0]
-        moment = now
-        seqs = []
-        for message in plan.messages:
-            # Strictly increasing timestamps: no two messages share one, even in a batch.
-            if last is not None and iso(moment) <= last:
-                moment = datetime.fromisoformat(last) + timedelta(microseconds=1)
-            stamp = iso(moment)
-            last = stamp
-            metadata = (
-                None
-                if not message.metadata
-                else json.dumps(message.metadata, ensure_ascii=False, sort_keys=True)
-            )
-            cursor = self.db.execute(
-                "INSERT INTO messages (id, scope, user_id, agent_id, run_id, role, name, content,"
-                " hash, created_at, observed_at, metadata)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (message.id, plan.scope.key, plan.scope.user_id, plan.scope.agent_id,
-                 plan.scope.run_id, message.role, message.name, message.content,
-                 content_hash(message.content), stamp, message.observed_at, metadata),
-            )  # fmt: skip
-            seqs.append(cursor.lastrowid)
-            if message.vector is not None:
-                self.insert_message_vector(cursor.lastrowid, plan.scope.user_id, message.vector)
-            if message.terms is not None:
-                self.insert_message_terms(cursor.lastrowid, plan.scope.user_id, message.terms)
-        return seqs
-
-    def _insert_memory(
-        self, plan: AddPlan, memory: NewMemory, seqs: Sequence[int | None], now: datetime
-    ) -> None:
-        scope = plan.scope
-        stamp = iso(now)
-        cursor = self.db.execute(
-            "INSERT INTO memories (id, text, hash, user_id, agent_id, run_id, scope, metadata,"
-            " role, actor_id, attributed_to, memory_type, state, created_at, updated_at,"
-            " observed_at, expiration_date, embedder_sha256, extractor_sha256, prompt_version)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?, ?, ?)",
-            (memory.id, memory.text, memory.hash, scope.user_id, scope.agent_id, scope.run_id,
-             scope.key, json.dumps(memory.metadata, ensure_ascii=False), memory.role,
-             memory.actor_id, memory.attributed_to, memory.memory_type, stamp, stamp,
-             memory.observed_at, memory.expiration_date, plan.embedder_sha256,
-             plan.extractor_sha256, plan.prompt_version),
-        )  # fmt: skip
-        rowid = cursor.lastrowid
-        if memory.terms is None:
-            raise ValueError("NewMemory.terms must be filled (Memory analyses texts first)")
-        self._write_index_rows(rowid, scope.user_id, memory.vector, memory.terms)
-        for index in memory.source_messages:
-            if seqs[index] is None:
-                continue
-            self.db.execute(
-                "INSERT OR IGNORE INTO provenance (memory_rowid, message_seq) VALUES (?, ?)",
-                (rowid, seqs[index]),
-            )
-        self._link_entities(rowid, scope, memory.entities)
-        self._history(memory.id, None, memory.text, "ADD", stamp, memory.actor_id, memory.role)
-        for old_id in memory.supersedes:
-            self._supersede(old_id, memory.id, stamp)
-
-    def _write_index_rows(
-        self, rowid: int, user_id: str | None, vector: np.ndarray, terms: Sequence[str]
-    ) -> None:
-        self.db.execute(
-            "INSERT INTO memory_vectors (rowid, embedding) VALUES (?, ?)",
-            (rowid, vector_blob(vector)),
-        )
-        keyword_index.index_terms(self.db, rowid, keyword_index.partition_of(user_id), terms)
-
-    def _link_entities(self, rowid: int, scope: Scope, entities: Sequence[EntityMention]) -> None:
-        for entity in entities:
-            self.db.execute(
-                "INSERT INTO entities (scope, name, norm, kind) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT(scope, norm) DO NOTHING",
-                (scope.key, entity.name, entity.norm, entity.kind),
-            )
-            self.db.execute(
-                "INSERT OR IGNORE INTO entity_links (entity_rowid, memory_rowid) "
-                "SELECT rowid, ? FROM entities WHERE scope = ? AND norm = ?",
-                (rowid, scope.key, entity.norm),
-            )
-
-    def _supersede(self, old_id: str, new_id: str, stamp: str) -> None:
-        row = self.db.query_one(
-            "SELECT text FROM memories WHERE id = ? AND state = 'active'", (old_id,)
-        )
-        if row is None:
-            return  # already superseded within this batch
-        self.db.execute(
-            "UPDATE memories SET state = 'superseded', superseded_by = ?, updated_at = ? "
-            "WHERE id = ?",
-            (new_id, stamp, old_id),
-        )
-        self._history(old_id, row[0], row[0], "SUPERSEDE", stamp, None, None, related=new_id)
-
-    def _history(
-        self,
-        memory_id: str,
-        old: str | None,
-        new: str | None,
-        event: str,
-        stamp: str,
-        actor_id: str | None,
-        role: str | None,
-        *,
-        related: str | None = None,
-        is_deleted: bool = False,
-    ) -> None:
-        self.db.execute(
-            "INSERT INTO history (id, memory_id, old_memory, new_memory, event, related_memory_id,"
-            " created_at, updated_at, is_deleted, actor_id, role)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (str(uuid.uuid4()), memory_id, old, new, event, related, stamp, stamp,
-             int(is_deleted), actor_id, role),
-        )  # fmt: skip
-
-    def update_memory(
-        self,
-        record: MemoryRecord,
-        *,
-        text: str | None,
-        text_hash: str | None,
-        vector: np.ndarray | None,
-        terms: Sequence[str] | None = None,
-        entities: Sequence[EntityMention] | None = None,
-        metadata: dict[str, Any] | None,
-        expiration_date: Any,  # a date string, None to clear, or Ellipsis to keep
-        now: datetime | None = None,
-    ) -> MemoryRecord:
-        """Apply the changes and return the memory as committed (read inside the transaction)."""
-        stamp = iso(now or utc_now())
-        with self.db.atomic():
-            current = self._require_same(record)
-            sets: list[str] = ["updated_at = ?"]
-            params: list[Any] = [stamp]
-            if text is not None:
-                sets += ["text = ?", "hash = ?"]
-                params += [text, text_hash]
-            if metadata is not None:
-                sets.append("metadata = ?")
-                params.append(json.dumps(metadata, ensure_ascii=False))
-            if expiration_date is not Ellipsis:
-                sets.append("expiration_date = ?")
-                params.append(expiration_date)
-            self.db.execute(f"UPDATE memories SET {', '.join(sets)} WHERE rowid = ?",
-                            (*params, current.rowid))  # fmt: skip
-            if text is not None and vector is not None:
-                self.db.execute(
-                    "UPDATE memory_vectors SET embedding = ? WHERE rowid = ?",
-                    (vector_blob(vector), current.rowid),
-                )
-                keyword_index.unindex(self.db, current.rowid)
-                keyword_index.index_terms(
-                    self.db, current.rowid, keyword_index.partition_of(current.user_id), terms or []
-                )
-                self.db.execute("DELETE FROM entity_links WHERE memory_rowid = ?", (current.rowid,))
-                self._link_entities(current.rowid, current.scope, entities or [])
-                self._drop_unlinked_entities()
-            new_text = text if text is not None else current.text
-            self._history(current.id, current.text, new_text, "UPDATE", stamp,
-                          current.actor_id, current.role)  # fmt: skip
-            updated = self.get(current.id)
-        assert updated is not None
-        return updated
-
-    def _require_same(self, record: MemoryRecord) -> MemoryRecord:
-        """Re-read inside the transaction: another process may have deleted it meanwhile."""
-        current = self.get(record.id)
-        if current is None:
-            raise MemoryNotFoundError(f"memory {record.id!r} no longer exists")
-        return current
-
-    def delete_memory(self, record: MemoryRecord, *, now: datetime | None = None) -> None:
-        stamp = iso(now or utc_now())
-        with self.db.atomic():
-            current = self._require_same(record)
-            self._delete_rows([current], stamp, whole_scope=False)
-
-    def _delete_rows(
-        self, records: Sequence[MemoryRecord], stamp: str, *, whole_scope: bool
-    ) -> None:
-        """Delete memories and every copy of their text: vectors, keyword and entity rows go,
-        their history rows keep ids, events and dates but lose the texts, a done job's results
-        lose them too, and the messages it was stored from as given (a raw add) go when no
-        other memory cites them. With secure_delete on, SQLite zeroes the freed bytes.
-        `whole_scope`: the caller deletes the scope's messages and jobs itself."""
-        for record in records:
-            verbatim = [] if whole_scope else self._verbatim_sources(record)
-            self.db.execute(
-                "UPDATE history SET old_memory = NULL, new_memory = NULL WHERE memory_id = ?",
-                (record.id,),
-            )
-            self._history(record.id, None, None, "DELETE", stamp, record.actor_id,
-                          record.role, is_deleted=True)  # fmt: skip
-            self.db.execute("DELETE FROM memory_vectors WHERE rowid = ?", (record.rowid,))
-            keyword_index.unindex(self.db, record.rowid)
-            # entity_links and provenance go with the row (ON DELETE CASCADE)
-            self.db.execute("DELETE FROM memories WHERE rowid = ?", (record.rowid,))
-            if not whole_scope:
-                self.forget_job_results(record)
-                self._delete_messages(verbatim)
-        self._drop_unlinked_entities()
-
-    def _verbatim_sources(self, record: MemoryRecord) -> list[int]:
-        """The source messages that hold the memory's text: all of them for a memory stored as
-        given (a raw add, whatever its text became since), those with the same content for an
-        extracted one; a message another memory cites stays."""
-        rows = self.db.query(
-            "SELECT msg.seq FROM provenance p JOIN messages msg ON msg.seq = p.message_seq "
-            "JOIN memories m ON m.rowid = p.memory_rowid "
-            "WHERE p.memory_rowid = ? AND (m.extractor_sha256 IS NULL OR msg.content = m.text) "
-            "AND NOT EXISTS (SELECT 1 FROM provenance o WHERE o.message_seq = msg.seq "
-            "AND o.memory_rowid != p.memory_rowid)",
-            (record.rowid,),
-        )
-        return [int(row[0]) for row in rows]
-
-    def _delete_messages(self, seqs: Sequence[int]) -> None:
-        if not seqs:
-            return
-        self.delete_message_index(seqs)
-        for seq in seqs:
-            self.db.execute("DELETE FROM provenance WHERE message_seq = ?", (seq,))
-            self.db.execute("DELETE FROM messages WHERE seq = ?", (seq,))
-
-    def _drop_unlinked_entities(self) -> None:
-        self.db.execute(
-            "DELETE FROM entities WHERE NOT EXISTS "
-            "(SELECT 1 FROM entity_links l WHERE l.entity_rowid = entities.rowid)"
-        )
-
-    def delete_scope(self, scope: Scope, *, now: datetime | None = None) -> int:
-        """Delete every memory and message whose ids match each id given (as Mem0's delete_all:
-        user_id='u' removes all of u's memories, whatever their agent or run)."""
-        stamp = iso(now or utc_now())
-        where, params = scope_match(scope, "")
-        with self.db.atomic():
-            records = [
-                MemoryRecord.from_row(row)
-                for row in self.db.query(
-                    f"SELECT {MemoryRecord.COLUMNS} FROM memories WHERE {where} ORDER BY rowid",
-                    params,
-                )
-            ]
-            self._delete_rows(records, stamp, whole_scope=True)
-            seqs = [
-                row[0] for row in self.db.query(f"SELECT seq FROM messages WHERE {where}", params)
-            ]
-            self.delete_message_index(seqs)
-            self.db.execute(f"DELETE FROM messages WHERE {where}", params)
-            self.delete_jobs(scope)
-        return len(records)
-
-    def reset(self) -> None:
-        """Remove every memory, message, entity, history row and job; the schema and meta stay."""
-        with self.db.atomic():
-            for table in ("provenance", "entity_links", "entities", "memory_vectors",
-                          "message_vectors", "message_keyword_postings", "message_keyword_terms",
-                          "message_keyword_docs", "message_keyword_partitions",
-                          "keyword_postings", "keyword_terms", "keyword_docs", "keyword_partitions",
-                          "memories", "messages", "history"):  # fmt: skip
-                self.db.execute(f"DELETE FROM {table}")
-            self.delete_jobs(None)
-
-    # -- space -------------------------------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        return self.reads.counts()
 
     def usage(self) -> dict[str, int]:
         return self.db.usage()

@@ -14,7 +14,8 @@ import numpy as np
 from ..store import keyword_index
 from ..store.db import Database
 from ..store.messages import INDEX_STATE_KEY, is_indexed_message, message_embedding_text
-from ..store.store import Store, keyword_text
+from ..store.records import keyword_text
+from ..store.store import Store
 from ..values import content_hash
 from .format import (
     HISTORY_COLUMNS,

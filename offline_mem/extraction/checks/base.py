@@ -84,7 +84,7 @@ class CheckContext:
     # the names (people, places, organisations) in each text, from the entity extractor
     people_in: Callable[[Sequence[str]], list[list[str]]]
     lexicon: Lexicon = ENGLISH
-    # the model calls of the add, as lists of plan indexes (inference.extraction_groups): a fact
+    # the model calls of the add, as lists of plan indexes (planner.extraction_groups): a fact
     # is grounded among its own call's messages; empty: one call for all of `shown`
     groups: Sequence[Sequence[int]] = ()
     speakers: Speakers = field(init=False)

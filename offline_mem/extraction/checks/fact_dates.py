@@ -94,7 +94,7 @@ def _parse(match: re.Match[str], observed: date, lexicon: Lexicon) -> date | Non
         return None
 
 
-class AbsoluteDates:
+class RelativeDates:
     """Each fact with "yesterday", "last week", ... resolved against its messages' date (else the
     add's date): a 1.5B model often leaves them, and they mean nothing a month later. A date the
     model resolved itself is checked against its messages' phrase (`correct_fact_date`). The

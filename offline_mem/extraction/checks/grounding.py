@@ -262,7 +262,7 @@ def name_the_user(
 # -- the checks (base.FactCheck), in the order pipeline.py runs them -------------------------------
 
 
-class Grounding:
+class Misattributions:
     """A fact's source message and speaker corrected by the words they share (`ground_facts`),
     among the messages of the model call that wrote it."""
 
@@ -328,14 +328,14 @@ class SubjectSwaps:
         )
 
 
-class NameOnly:
+class NameOnlyFacts:
     """Facts saying only what a speaker is called dropped (`drop_name_only_facts`)."""
 
     def check(self, facts: Sequence[Fact], ctx: CheckContext) -> tuple[list[Fact], list[Dropped]]:
         return drop_name_only_facts(facts, ctx.messages, speakers=ctx.speakers, lexicon=ctx.lexicon)
 
 
-class NameTheUser:
+class UserPlaceholders:
     """ "User" in a fact replaced by the user's name (`name_the_user`); drops nothing."""
 
     def check(self, facts: Sequence[Fact], ctx: CheckContext) -> tuple[list[Fact], list[Dropped]]:

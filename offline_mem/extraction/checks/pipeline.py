@@ -15,29 +15,29 @@ from collections.abc import Sequence
 from ..admission import Fact
 from .addressee import AddressedFacts
 from .base import CheckContext, Dropped, FactCheck
-from .fact_dates import AbsoluteDates
+from .fact_dates import RelativeDates
 from .grounding import (
     ContextCopies,
-    Grounding,
     InventedNames,
-    NameOnly,
-    NameTheUser,
+    Misattributions,
+    NameOnlyFacts,
     SubjectSwaps,
+    UserPlaceholders,
 )
 from .turn_copies import TurnCopies
-from .unsupported import Unsupported
+from .unsupported import UnsupportedFacts
 
 FACT_CHECKS: tuple[FactCheck, ...] = (
-    Grounding(),
-    Unsupported(),
+    Misattributions(),
+    UnsupportedFacts(),
     TurnCopies(),
     AddressedFacts(),
     ContextCopies(),
     InventedNames(),
     SubjectSwaps(),
-    NameOnly(),
-    NameTheUser(),
-    AbsoluteDates(),
+    NameOnlyFacts(),
+    UserPlaceholders(),
+    RelativeDates(),
 )
 
 

@@ -22,7 +22,7 @@ from .base import CheckContext, Dropped
 from .content_words import content_stems
 
 
-class Unsupported:
+class UnsupportedFacts:
     """Facts of a named speaker that share no content word with their source messages dropped."""
 
     def check(self, facts: Sequence[Fact], ctx: CheckContext) -> tuple[list[Fact], list[Dropped]]:

@@ -1,4 +1,5 @@
-"""An `add` with inference: read the scope, ask the extractor, admit, and return one write plan.
+"""The planner of an `add` with inference: read the scope, ask the extractor, admit, and
+return one write plan.
 
 Nothing here writes: the caller applies the returned `AddPlan` in one transaction. When the
 extractor fails, `ExtractionError` propagates before any write, so the file is unchanged.
@@ -7,7 +8,7 @@ extractor fails, `ExtractionError` propagates before any write, so the file is u
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -17,8 +18,15 @@ from ..pinned.embedder import Embedder
 from ..pinned.entities import EntityExtractor
 from ..pinned.extractor import ExtractionOutput, Extractor
 from ..store.filters import compile_filters
-from ..store.records import AddPlan, MemoryRecord, MessageRecord, NewMemory, NewMessage
-from ..store.store import Store, keyword_text
+from ..store.interface import ExtractionStore
+from ..store.records import (
+    AddPlan,
+    MemoryRecord,
+    MessageRecord,
+    NewMemory,
+    NewMessage,
+    keyword_text,
+)
 from ..values import Scope, content_hash
 from .admission import AdmissionContext, Fact, admit, read_facts
 from .checks.base import CheckContext
@@ -80,7 +88,7 @@ class Existing:
 
 
 def existing_memories(
-    store: Store, embedder: Embedder, scope: Scope, texts: Sequence[str], now: datetime
+    store: ExtractionStore, embedder: Embedder, scope: Scope, texts: Sequence[str], now: datetime
 ) -> Existing:
     """Up to MAX_EXISTING active, unexpired memories of the scope most similar to the new
     messages. Only the similar enough are shown to the model: the rest cost ~13 prompt tokens
@@ -107,7 +115,7 @@ def recorded_version(prompt_version: str, extractor: Extractor) -> str:
 
 
 def plan_facts(
-    store: Store, models: Models, request: AddRequest
+    store: ExtractionStore, models: Models, request: AddRequest
 ) -> tuple[AddPlan, list[dict[str, Any]], ExtractionOutput | None]:
     """The plan and Mem0-shaped results of an infer=True add, and the model call's figures."""
     shown = [
@@ -177,8 +185,7 @@ def plan_facts(
         now_day=day(request.now), instructions=request.instructions,
         names=checks.speakers.every, lexicon=models.lexicon, said=[m.content for m in messages],
     )  # fmt: skip
-    plan.memories.extend(admission.memories)
-    return plan, admission.results, output
+    return replace(plan, memories=list(admission.memories)), admission.results, output
 
 
 def extraction_groups(messages: Sequence[NewMessage], shown: Sequence[int]) -> list[list[int]]:
@@ -218,7 +225,7 @@ def _names_in(entities: EntityExtractor, texts: Sequence[str]) -> list[list[str]
 
 
 def plan_procedural(
-    store: Store, models: Models, request: AddRequest
+    store: ExtractionStore, models: Models, request: AddRequest
 ) -> tuple[AddPlan, list[dict[str, Any]], ExtractionOutput]:
     """One summary memory of an agent's run; `request.instructions` replaces the system prompt."""
     plan = AddPlan(
@@ -244,8 +251,11 @@ def plan_procedural(
         expiration_date=request.expiration_date,
         source_messages=list(range(len(request.messages))),
     )  # fmt: skip
-    plan.memories.append(memory)
-    return plan, [{"id": memory.id, "memory": text, "event": "ADD"}], output
+    return (
+        replace(plan, memories=[memory]),
+        [{"id": memory.id, "memory": text, "event": "ADD"}],
+        output,
+    )
 
 
 def _latest(messages: Sequence[NewMessage]) -> str | None:

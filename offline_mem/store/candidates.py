@@ -1,7 +1,9 @@
-"""The reads behind hybrid search: one filter condition and the three signals' candidates.
+"""The candidate queries behind hybrid search: one filter condition and the three signals'
+candidates (vector, keyword, entity).
 
-A mixin of `Store` (it uses `self.db`), kept apart from the write path. Every signal takes the
-same condition from `search_filter`, so filters, state and expiry behave identically for all.
+`CandidateQueries` is the `Store`'s part that reads them; the write path is elsewhere. Every
+signal takes the same condition from `search_filter`, so filters, state and expiry behave
+identically for all.
 """
 
 from __future__ import annotations
@@ -108,21 +110,26 @@ def filtered_knn(
     return {int(rowid): 1.0 - float(d) for rowid, d in hits}
 
 
-class SearchSignals:
-    db: Database
-    vector_cache: VectorCache | None
+def visibility(
+    *, now: datetime, include_expired: bool, include_superseded: bool
+) -> tuple[str, list[Any]]:
+    """State and expiry as SQL over alias m: which memories a read sees."""
+    parts, params = [], []
+    if not include_superseded:
+        parts.append("m.state = 'active'")
+    if not include_expired:
+        clause, clause_params = unexpired_clause("m.expiration_date", now)
+        parts.append(clause)
+        params += clause_params
+    return (" AND ".join(parts) or "1"), params
 
-    def _visibility(
-        self, *, now: datetime, include_expired: bool, include_superseded: bool
-    ) -> tuple[str, list[Any]]:
-        parts, params = [], []
-        if not include_superseded:
-            parts.append("m.state = 'active'")
-        if not include_expired:
-            clause, clause_params = unexpired_clause("m.expiration_date", now)
-            parts.append(clause)
-            params += clause_params
-        return (" AND ".join(parts) or "1"), params
+
+class CandidateQueries:
+    """The memories each search signal proposes, under one condition."""
+
+    def __init__(self, db: Database, vector_cache: VectorCache | None) -> None:
+        self.db = db
+        self.vector_cache = vector_cache
 
     def search_filter(
         self,
@@ -134,7 +141,7 @@ class SearchSignals:
     ) -> tuple[str, list[Any]]:
         """The caller's filter plus visibility (state, expiry), as SQL over alias m. Every
         signal of a search uses this same condition."""
-        visible, vparams = self._visibility(
+        visible, vparams = visibility(
             now=now or utc_now(), include_expired=include_expired,
             include_superseded=include_superseded,
         )  # fmt: skip
