@@ -58,9 +58,9 @@ def raw_add(api: httpx.Client, text: str, user_id: str) -> list[dict[str, Any]]:
 
 
 def item_texts(browser: Any) -> list[str]:
-    from selenium.webdriver.common.by import By
-
-    return [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#results .item .text")]
+    """The listed items' texts, read in one script (the list may be re-rendered meanwhile)."""
+    script = "return [...document.querySelectorAll('#results .item .text')].map(e => e.textContent)"
+    return list(browser.execute_script(script))
 
 
 def test_what_the_api_stored_is_listed_and_searched_with_its_sources(
