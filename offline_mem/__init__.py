@@ -24,6 +24,7 @@ from .errors import (
     StoreError,
     ValidationError,
 )
+from .formatting import format_memories
 from .memory import Memory
 from .pinned.embedder import Embedder
 from .values import EmbedderIdentity
@@ -63,5 +64,6 @@ __all__ = [
     "ScopeRequiredError",
     "StoreError",
     "ValidationError",
+    "format_memories",
 ]
 __version__ = "0.1.0"

@@ -67,7 +67,9 @@ def test_answer_first_then_remember_and_survive_extraction_failure(cli: Cli, mon
         {"role": "user", "content": "I live in Lisbon"},
         {"role": "assistant", "content": "answer 1"},
     ]
-    assert "- The wifi password is tulip-42" in second[3]["content"]
+    known = second[3]["content"].split("\n\nMy message:")[0].splitlines()[1:]
+    assert known and all(line.startswith("[") and "] " in line for line in known), known
+    assert any(line.endswith("] The wifi password is tulip-42") for line in known), known
     assert second[3]["content"].endswith("My message: what is the wifi password?")
     listed = [m["memory"] for m in cli.json("list", "--user", "u1")["results"]]
     assert listed == ["User lives in Lisbon.", "The wifi password is tulip-42"]

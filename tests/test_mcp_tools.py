@@ -62,10 +62,11 @@ def test_the_texts_carry_ids_scores_and_dates(tools: MemoryTools) -> None:
     found = tools.search_memory("swims tuesday")
     top = found.data["results"][0]
     lines = found.text.splitlines()
-    assert lines[0] == "1 result (score, kind, date, id, text):"
-    assert lines[1] == f"{top['score']:.3f} fact 2026-03-04 {top['id']}  Swims every Tuesday"
+    said = "[4 March 2026 (Wednesday)] Swims every Tuesday"
+    assert lines[0] == "1 result (score, kind, id, [date] text):"
+    assert lines[1] == f"{top['score']:.3f} fact {top['id']}  {said}"
     listed = tools.list_memories()
-    assert listed.text.splitlines()[1] == f"2026-03-04 {top['id']}  Swims every Tuesday"
+    assert listed.text.splitlines()[1] == f"{top['id']}  {said}"
     got = tools.get_memory(top["id"]).text.splitlines()
     assert got[0] == "Swims every Tuesday" and f"id: {top['id']}" in got
     tools.update_memory(top["id"], "Swims every Thursday")

@@ -11,9 +11,10 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 from typing import Any
+
+from offline_mem import format_memories
 
 from .systems import Hit
 
@@ -30,23 +31,11 @@ Rules:
 - If the memories do not contain the answer, reply exactly: Not mentioned"""
 
 
-def long_day(iso_day: str | None) -> str:
-    """'2023-05-08' -> '8 May 2023 (Monday)', the style the gold answers use."""
-    if not iso_day:
-        return "unknown date"
-    try:
-        day = date.fromisoformat(iso_day[:10])
-    except ValueError:
-        return iso_day
-    return f"{day.day} {day:%B} {day.year} ({day:%A})"
-
-
 def render_memories(hits: Sequence[Hit]) -> str:
-    if not hits:
-        return "(no memories)"
-    return "\n".join(
-        f"{i}. [{long_day(h.date)}] {' '.join(h.text.split())}" for i, h in enumerate(hits, start=1)
-    )
+    """The hits as the library renders results for a prompt (`offline_mem.format_memories`),
+    for every system alike: numbered, each with the day it was said."""
+    items = [{"memory": h.text, "observed_at": h.date} for h in hits]
+    return format_memories(items, numbered=True) or "(no memories)"
 
 
 def build_messages(speaker: str, question: str, hits: Sequence[Hit]) -> list[dict[str, str]]:

@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from ..errors import ExtractionError, ModelError
+from ..formatting import format_memories
 from ..pinned.extractor import DEFAULT_SEED, LlamaExtractor
 from . import common
 from .common import CliState, open_memory, pass_state
@@ -101,7 +102,7 @@ def build_messages(
     messages = [{"role": "system", "content": SYSTEM_PROMPT}]
     for said, answered in turns[-MAX_TURNS:]:
         messages += [{"role": "user", "content": said}, {"role": "assistant", "content": answered}]
-    known = "\n".join(f"- {m['memory']}" for m in memories) or "- (none)"
+    known = format_memories(memories) or "(none)"
     messages.append(
         {"role": "user", "content": f"Memories about me:\n{known}\n\nMy message: {text}"}
     )

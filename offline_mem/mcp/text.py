@@ -1,5 +1,6 @@
 """Short text renderings of the MCP tools' results, for clients that show a model only the text
-content: one line per item with what a model needs to act on it (id, kind, score, date)."""
+content: one line per item with what a model needs to act on it (score, kind, id), then the item
+as `format_memories` renders it for a prompt (its date, its speaker)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-
-def _date(item: dict[str, Any]) -> str:
-    """When it was said (observed_at) if known, else when it was stored; the date part only."""
-    stamp = item.get("observed_at") or item.get("created_at") or ""
-    return str(stamp)[:10] or "-"
+from ..formatting import format_memory
 
 
 def _count(count: int, one: str, many: str) -> str:
@@ -19,42 +16,37 @@ def _count(count: int, one: str, many: str) -> str:
 
 
 def found(results: Sequence[dict[str, Any]]) -> str:
-    """search_memory: `score kind date id  text`, best first."""
+    """search_memory: `score kind id  [date] text`, best first."""
     if not results:
         return "no memories found"
-    lines = [f"{_count(len(results), 'result', 'results')} (score, kind, date, id, text):"]
+    lines = [f"{_count(len(results), 'result', 'results')} (score, kind, id, [date] text):"]
     for item in results:
         lines.append(
-            f"{item.get('score', 0.0):.3f} {item.get('kind', 'fact')} {_date(item)} "
-            f"{item['id']}  {item['memory']}"
+            f"{item.get('score', 0.0):.3f} {item.get('kind', 'fact')} {item['id']}  "
+            f"{format_memory(item)}"
         )
     return "\n".join(lines)
 
 
 def turns(results: Sequence[dict[str, Any]]) -> str:
-    """search_messages: `score date id  name: content`, best first."""
+    """search_messages: `score id  [date] name: content`, best first."""
     if not results:
         return "no messages found"
-    lines = [f"{_count(len(results), 'message', 'messages')} (score, date, id, text):"]
+    lines = [f"{_count(len(results), 'message', 'messages')} (score, id, [date] speaker: text):"]
     for item in results:
-        speaker = item.get("name") or item.get("role", "")
-        lines.append(
-            f"{item.get('score', 0.0):.3f} {_date(item)} {item['id']}  {speaker}: {item['content']}"
-        )
+        turn = {**item, "kind": "message"}
+        lines.append(f"{item.get('score', 0.0):.3f} {item['id']}  {format_memory(turn)}")
     return "\n".join(lines)
 
 
 def listed(results: Sequence[dict[str, Any]]) -> str:
-    """list_memories: `date id [state]  text`, newest first."""
+    """list_memories: `id  [date] text`, newest first."""
     if not results:
         return "no memories"
-    lines = [f"{_count(len(results), 'memory', 'memories')} (date, id, text):"]
+    lines = [f"{_count(len(results), 'memory', 'memories')} (id, [date] text):"]
     for item in results:
-        state = item.get("state", "active")
-        flag = "" if state == "active" else f" [{state}]"
-        if item.get("expired"):
-            flag += " [expired]"
-        lines.append(f"{_date(item)} {item['id']}{flag}  {item['memory']}")
+        flag = " [expired]" if item.get("expired") else ""
+        lines.append(f"{item['id']}{flag}  {format_memory(item)}")
     return "\n".join(lines)
 
 
