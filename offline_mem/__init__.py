@@ -28,6 +28,7 @@ from .formatting import format_memories
 from .memory import Memory
 from .pinned.embedder import Embedder
 from .values import EmbedderIdentity
+from .writer import written_by
 
 if TYPE_CHECKING:
     from .async_memory import AsyncMemory
@@ -65,5 +66,6 @@ __all__ = [
     "StoreError",
     "ValidationError",
     "format_memories",
+    "written_by",
 ]
 __version__ = "0.1.0"

@@ -24,6 +24,7 @@ from .store.records import AddPlan, MessageRecord, NewMessage
 from .timeutil import iso, parse_datetime, utc_now
 from .validation import check_memory_id, make_scope
 from .values import Scope
+from .writer import current_writer, written_by
 
 if TYPE_CHECKING:
     from .extraction.planner import AddRequest
@@ -66,6 +67,9 @@ class ExtractionJobs:
             "metadata": metadata, "expiration_date": expiry, "instructions": instructions,
             "now": iso(utc_now()),
         }  # fmt: skip
+        writer = current_writer()
+        if writer is not None:  # the job's history rows name the app that queued it
+            request["written_by"] = writer
         return NewJob(id=str(uuid.uuid4()), kind=kind, request=request)
 
     def enqueue(self, plan: AddPlan, job: NewJob) -> dict[str, Any]:
@@ -99,7 +103,7 @@ class ExtractionJobs:
             plan, results = self.extract(job.kind, request)
         else:
             plan, results = AddPlan(job.scope, [], [], self.embedder_sha256), []
-        with self.lock:
+        with self.lock, written_by(given.get("written_by")):
             return self.store.finish_job(claim, plan, results)
 
     def wait_for_queued(self, scope: Scope) -> None:

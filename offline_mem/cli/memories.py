@@ -376,7 +376,8 @@ def history(state: CliState, memory_id: str, **scope: Any) -> None:
             change = f"{row['old_memory']} (by {row.get('related_memory_id')})"
         else:
             change = row["new_memory"] if row["event"] == "ADD" else row["old_memory"]
-        click.echo(f"{row['created_at']}  {row['event']:<9}  {change}")
+        by = f"  (by {row['written_by']})" if row.get("written_by") else ""
+        click.echo(f"{row['created_at']}  {row['event']:<9}  {change}{by}")
 
 
 COMMANDS = [add, search, list_memories, get, update, delete, delete_all, history]

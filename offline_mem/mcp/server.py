@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
@@ -25,6 +25,7 @@ from typing_extensions import NotRequired, TypedDict
 
 from .. import __version__
 from ..errors import OfflineMemError
+from ..writer import written_by
 from .tools import MemoryTools, ToolOutput
 
 INSTRUCTIONS = (
@@ -145,10 +146,30 @@ class History(TypedDict):
     results: list[HistoryRow]
 
 
-def _result(call: Callable[[], ToolOutput]) -> CallToolResult:
-    """Run a tool; the library's errors become tool errors with the library's message."""
+def writer_of(ctx: Context | None) -> str | None:
+    """Who a write is recorded as written by: over HTTP the label of the request's token
+    (`offline-mem serve`), over stdio the name the client gave at initialisation."""
+    if ctx is None:
+        return None
     try:
-        out = call()
+        request = ctx.request_context.request
+        session = ctx.request_context.session
+    except (ValueError, AttributeError):
+        return None
+    state = getattr(request, "scope", {}).get("state") or {}
+    if state.get("actor"):
+        return str(state["actor"])
+    params = getattr(session, "client_params", None)
+    name = getattr(getattr(params, "client_info", None), "name", None)
+    return name if isinstance(name, str) and name.strip() else None
+
+
+def _result(call: Callable[[], ToolOutput], ctx: Context | None = None) -> CallToolResult:
+    """Run a tool (a write recorded as the client's); the library's errors become tool errors
+    with the library's message."""
+    try:
+        with written_by(writer_of(ctx)):
+            out = call()
     except OfflineMemError as exc:
         raise ToolError(f"{type(exc).__name__}: {exc}") from exc
     return CallToolResult(
@@ -249,12 +270,13 @@ class MemoryServer:
                 "(returns at once); default: the server's configuration."
             ),
         ] = None,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, AddResults]:
         given = None if messages is None else [dict(m) for m in messages]
         return _result(lambda: self.tools.add_memory(
             text, given, infer=infer, metadata=metadata,
             user_id=user_id, agent_id=agent_id, run_id=run_id, async_mode=async_mode,
-        ))  # fmt: skip
+        ), ctx)  # fmt: skip
 
     def search_memory(
         self,
@@ -287,10 +309,11 @@ class MemoryServer:
         user_id: UserId = None,
         agent_id: AgentId = None,
         run_id: RunId = None,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, Deleted]:
         return _result(lambda: self.tools.delete_all_memories(
             user_id=user_id, agent_id=agent_id, run_id=run_id
-        ))  # fmt: skip
+        ), ctx)  # fmt: skip
 
     def list_memories(
         self,
@@ -322,10 +345,11 @@ class MemoryServer:
         user_id: UserId = None,
         agent_id: AgentId = None,
         run_id: RunId = None,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, Item]:
         return _result(lambda: self.tools.update_memory(
             memory_id, text, user_id=user_id, agent_id=agent_id, run_id=run_id
-        ))  # fmt: skip
+        ), ctx)  # fmt: skip
 
     def delete_memory(
         self,
@@ -333,10 +357,11 @@ class MemoryServer:
         user_id: UserId = None,
         agent_id: AgentId = None,
         run_id: RunId = None,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, Changed]:
         return _result(lambda: self.tools.delete_memory(
             memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id
-        ))  # fmt: skip
+        ), ctx)  # fmt: skip
 
     def memory_history(
         self,

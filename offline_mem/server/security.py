@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..writer import written_by
 
 log = logging.getLogger("offline_mem.server")
 
@@ -180,4 +181,5 @@ class Guard:
                 return {"type": "http.request", "body": bytes(body), "more_body": False}
             return await receive()
 
-        await self.app(scope, replay, send)
+        with written_by(label):  # the REST routes' writes are recorded as this token's app
+            await self.app(scope, replay, send)

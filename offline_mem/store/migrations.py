@@ -380,6 +380,11 @@ def _m009_message_hashes(db: Database, ctx: MigrationContext) -> None:
     )
 
 
+def _m010_history_writer(db: Database, ctx: MigrationContext) -> None:
+    # Which application made each change (offline_mem/writer.py): NULL where none was named.
+    db.execute("ALTER TABLE history ADD COLUMN written_by TEXT")
+
+
 Migration = Callable[[Database, MigrationContext], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -392,6 +397,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("007_extraction_jobs", _m007_extraction_jobs),
     ("008_vectors_by_row", _m008_vectors_by_row),
     ("009_message_hashes", _m009_message_hashes),
+    ("010_history_writer", _m010_history_writer),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

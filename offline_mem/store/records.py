@@ -95,10 +95,11 @@ class HistoryRecord:
     is_deleted: int
     actor_id: str | None
     role: str | None
+    written_by: str | None  # the application that made the change (offline_mem/writer.py)
 
     COLUMNS = (
         "id, memory_id, old_memory, new_memory, event, related_memory_id, created_at, "
-        "updated_at, is_deleted, actor_id, role"
+        "updated_at, is_deleted, actor_id, role, written_by"
     )
 
     def to_dict(self) -> dict[str, Any]:
@@ -116,6 +117,8 @@ class HistoryRecord:
         }
         if self.related_memory_id is not None:
             item["related_memory_id"] = self.related_memory_id
+        if self.written_by is not None:
+            item["written_by"] = self.written_by
         return item
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import MemoryNotFoundError
 from ..timeutil import iso, utc_now
 from ..values import EntityMention, Scope, content_hash
+from ..writer import current_writer
 from . import keyword_index
 from .candidates import scope_match, vector_blob
 from .db import Database
@@ -181,10 +182,10 @@ class MemoryWrites:
     ) -> None:
         self.db.execute(
             "INSERT INTO history (id, memory_id, old_memory, new_memory, event, related_memory_id,"
-            " created_at, updated_at, is_deleted, actor_id, role)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " created_at, updated_at, is_deleted, actor_id, role, written_by)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (str(uuid.uuid4()), memory_id, old, new, event, related, stamp, stamp,
-             int(is_deleted), actor_id, role),
+             int(is_deleted), actor_id, role, current_writer()),
         )  # fmt: skip
 
     def update_memory(

@@ -40,7 +40,10 @@ MESSAGE_FIELDS: dict[str, tuple[type, ...]] = {
     "metadata": _OPT,  # JSON text; absent in files written before schema 5
 }
 # Fields a line may lack (files written by an older offline_mem): read as None.
-OPTIONAL_FIELDS: dict[str, frozenset[str]] = {"message": frozenset({"metadata"})}
+OPTIONAL_FIELDS: dict[str, frozenset[str]] = {
+    "message": frozenset({"metadata"}),
+    "history": frozenset({"written_by"}),  # exports made before the column existed
+}
 ENTITY_FIELDS: dict[str, tuple[type, ...]] = {
     "scope": _STR,
     "name": _STR,
@@ -84,6 +87,7 @@ HISTORY_FIELDS: dict[str, tuple[type, ...]] = {
     "is_deleted": (bool,),
     "actor_id": _OPT,
     "role": _OPT,
+    "written_by": _OPT,
 }
 JOB_FIELDS: dict[str, tuple[type, ...]] = {
     "id": _STR,

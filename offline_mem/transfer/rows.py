@@ -174,6 +174,8 @@ def check_history(row: dict[str, Any]) -> None:
     check_timestamp(row["updated_at"], "updated_at")
     check_token(row["actor_id"], "actor_id")
     check_role(row["role"], "role")
+    if row["written_by"] is not None:
+        check_text(row["written_by"], "written_by")
 
 
 def check_job_fields(row: dict[str, Any]) -> None:
