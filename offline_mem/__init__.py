@@ -24,9 +24,9 @@ from .errors import (
     StoreError,
     ValidationError,
 )
-from .formatting import format_memories
 from .memory import Memory
 from .pinned.embedder import Embedder
+from .retrieval.formatting import format_memories
 from .values import EmbedderIdentity
 from .writer import written_by
 

@@ -17,8 +17,8 @@ from typing import Any
 import click
 
 from ..errors import ExtractionError, ModelError
-from ..formatting import format_memories
 from ..pinned.extractor import DEFAULT_SEED, LlamaExtractor
+from ..retrieval.formatting import format_memories
 from . import common
 from .common import CliState, open_memory, pass_state
 

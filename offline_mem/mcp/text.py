@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..formatting import format_memory
+from ..retrieval.formatting import format_memory
 
 
 def _count(count: int, one: str, many: str) -> str:
