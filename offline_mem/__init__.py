@@ -27,8 +27,8 @@ from .errors import (
 from .memory import Memory
 from .pinned.embedder import Embedder
 from .retrieval.formatting import format_memories
+from .store.writer import written_by
 from .values import EmbedderIdentity
-from .writer import written_by
 
 if TYPE_CHECKING:
     from .async_memory import AsyncMemory

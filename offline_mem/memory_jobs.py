@@ -21,10 +21,10 @@ from .store.interface import MemoryStore
 from .store.job_worker import POLL_S, JobWorker
 from .store.jobs import JobClaim, JobRecord, NewJob
 from .store.records import AddPlan, MessageRecord, NewMessage
+from .store.writer import current_writer, written_by
 from .timeutil import iso, parse_datetime, utc_now
 from .validation import check_memory_id, make_scope
 from .values import Scope
-from .writer import current_writer, written_by
 
 if TYPE_CHECKING:
     from .extraction.planner import AddRequest

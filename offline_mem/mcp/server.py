@@ -25,7 +25,7 @@ from typing_extensions import NotRequired, TypedDict
 
 from .. import __version__
 from ..errors import OfflineMemError
-from ..writer import written_by
+from ..store.writer import written_by
 from .tools import MemoryTools, ToolOutput
 
 INSTRUCTIONS = (

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..writer import written_by
+from ..store.writer import written_by
 
 log = logging.getLogger("offline_mem.server")
 

@@ -18,7 +18,6 @@ import numpy as np
 from ..errors import MemoryNotFoundError
 from ..timeutil import iso, utc_now
 from ..values import EntityMention, Scope, content_hash
-from ..writer import current_writer
 from . import keyword_index
 from .candidates import scope_match, vector_blob
 from .db import Database
@@ -26,6 +25,7 @@ from .jobs import JobClaim, JobQueue, NewJob
 from .messages import MessageIndex
 from .reads import StoreReads
 from .records import AddPlan, MemoryRecord, NewMemory
+from .writer import current_writer
 
 
 class MemoryWrites:
