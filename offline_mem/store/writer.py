@@ -23,7 +23,7 @@ _current: ContextVar[str | None] = ContextVar("offline_mem_written_by", default=
 def written_by(label: str | None) -> Iterator[None]:
     """Record `label` as the writer of every change made inside the block (None: unrecorded)."""
     if label is not None and (not isinstance(label, str) or not label.strip()):
-        from .errors import ValidationError
+        from ..errors import ValidationError
 
         raise ValidationError("written_by takes a non-empty label or None")
     token = _current.set(None if label is None else label.strip()[:MAX_LABEL_CHARS])
