@@ -391,9 +391,9 @@ def main() -> None:
         if "latency" in parts:
             result.update(latency_parts(work, options.searches, options.concurrent))
         if "screenshot" in parts:
-            shot = options.out.with_name("server_browser.png")
+            shot = ROOT / "docs/images/server_browser.png"
             screenshot(work, shot)
-            result["screenshot"] = shot.name
+            result["screenshot"] = str(shot.relative_to(ROOT))
     result["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     options.out.parent.mkdir(parents=True, exist_ok=True)
     options.out.write_text(json.dumps(result, indent=2) + "\n")
