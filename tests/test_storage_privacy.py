@@ -164,3 +164,20 @@ def test_async_memory_compacts_too(tmp_path) -> None:
 
     report = asyncio.run(run())
     assert report["bytes_after"] <= report["bytes_before"]
+
+
+def test_a_new_file_has_8_kib_pages_and_a_vector_costs_a_fifth_of_one(tmp_path) -> None:
+    """A 1,536-byte vector row fits twice in a 4 KiB page (half of it wasted) and five times in
+    an 8 KiB one (docs/storage.md)."""
+    from offline_mem.store.db import PAGE_SIZE
+
+    with open_memory(str(tmp_path / "m.db")) as memory:
+        for i in range(40):
+            memory.add(f"note number {i}", user_id="u", infer=False)
+        db = memory.store.db
+        assert db.query_one("PRAGMA page_size")[0] == PAGE_SIZE == 8192
+        pages, cells = db.query_one(
+            "SELECT count(*), sum(ncell) FROM dbstat WHERE name = 'memory_vectors' "
+            "AND pagetype = 'leaf'"
+        )
+    assert cells == 40 and pages <= 9, (pages, cells)

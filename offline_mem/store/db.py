@@ -110,6 +110,7 @@ def _create(path: str, driver: ModuleType) -> None:
     try:
         conn = driver.connect(staging)
         try:
+            conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # before WAL writes the header
             conn.execute("PRAGMA journal_mode = WAL")
         finally:
             conn.close()
