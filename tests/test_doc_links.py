@@ -78,3 +78,18 @@ def test_the_readme_links_every_docs_page() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for page in (ROOT / "docs").rglob("*.md"):
         assert str(page.relative_to(ROOT)) in readme, f"README.md does not link {page}"
+
+
+def test_the_results_index_names_every_result_file() -> None:
+    """benchmarks/results/README.md says what each file is and how it was made: a file it does
+    not name (a `.json` beside its indexed `.md` counts as named) is one nobody can place."""
+    folder = ROOT / "benchmarks" / "results"
+    index = (folder / "README.md").read_text()
+    unnamed = [
+        path.name
+        for path in sorted(folder.iterdir())
+        if path.name != "README.md"
+        and path.name not in index
+        and not (path.suffix == ".json" and path.with_suffix(".md").name in index)
+    ]
+    assert not unnamed, unnamed
