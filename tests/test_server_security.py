@@ -58,3 +58,33 @@ def test_labels_and_short_tokens(tmp_path: Path) -> None:
     path.write_text("short label\n")
     with pytest.raises(ConfigError, match="16 characters"):
         load_or_create_tokens(path)
+
+
+@pytest.mark.network_local
+def test_served_connections_have_nagle_off() -> None:
+    """The listening socket says TCP, so asyncio sets TCP_NODELAY on each connection: without
+    it a reused connection's answer waited ~40 ms for the client's delayed ACK (44 ms for any
+    request on a keep-alive connection, 1 ms after; benchmarks/server_costs.py)."""
+    import asyncio
+    import socket
+
+    from offline_mem.server.run import bind
+
+    async def nodelay_of_a_connection() -> int:
+        listening = bind("127.0.0.1", 0)
+        seen: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            sock = writer.get_extra_info("socket")
+            seen.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(accepted, sock=listening)
+        _, writer = await asyncio.open_connection(*listening.getsockname()[:2])
+        try:
+            return await asyncio.wait_for(seen, 10)
+        finally:
+            writer.close()
+            server.close()
+
+    assert asyncio.run(nodelay_of_a_connection()) == 1

@@ -29,7 +29,10 @@ class _Server(uvicorn.Server):
 
 def bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto IPPROTO_TCP, not the default 0: asyncio sets TCP_NODELAY only on connections whose
+    # socket says TCP, and without it a reused connection's response waits ~40 ms (Nagle's
+    # algorithm against the client's delayed ACK).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host.strip("[]"), port))
     return sock
