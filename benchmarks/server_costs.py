@@ -378,26 +378,32 @@ def main() -> None:
     parser.add_argument("--parts", default="memory,latency,screenshot")
     options = parser.parse_args()
     parts = options.parts.split(",")
-    result: dict[str, Any] = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, python "
-        f"{platform.python_version()}",
-        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
-    }
+    # Each part's figures replace that part's in the file, so parts can be run apart.
+    result: dict[str, Any] = json.loads(options.out.read_text()) if options.out.exists() else {}
+    result["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, python " + (
+        platform.python_version()
+    )
     with tempfile.TemporaryDirectory(prefix="offline-mem-serve-bench-") as tmp:
         work = Path(tmp)
-        if "memory" in parts:
-            result["memory"] = memory_part(work)
-            print(json.dumps(result["memory"], indent=2), flush=True)
-        if "latency" in parts:
-            result.update(latency_parts(work, options.searches, options.concurrent))
-        if "screenshot" in parts:
-            shot = ROOT / "docs/images/server_browser.png"
-            screenshot(work, shot)
-            result["screenshot"] = str(shot.relative_to(ROOT))
-    result["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+        for part in parts:
+            started = [round(x, 2) for x in os.getloadavg()]
+            if part == "memory":
+                figures: dict[str, Any] = memory_part(work)
+            elif part == "latency":
+                figures = latency_parts(work, options.searches, options.concurrent)
+            else:
+                shot = ROOT / "docs/images/server_browser.png"
+                screenshot(work, shot)
+                figures = {"file": str(shot.relative_to(ROOT))}
+            result[part] = {
+                **figures,
+                "command": f"python benchmarks/server_costs.py --parts {part}",
+                "load_average_at_start": started,
+                "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+            }
+            print(json.dumps(result[part], indent=2), flush=True)
     options.out.parent.mkdir(parents=True, exist_ok=True)
     options.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

@@ -73,6 +73,7 @@ def open_memory(
     extractor: str | None = None,
     job_worker: bool = False,
     existing: bool = False,
+    extractor_nice: int | None = None,
 ) -> Memory:
     """A `Memory` over the file of `--db` (created when missing, unless `existing`: a command
     that reads, or changes what is there, refuses a path with no file rather than make an
@@ -86,6 +87,8 @@ def open_memory(
             "creates a new one)"
         )
     config: dict[str, Any] = {"path": path, "job_worker": job_worker}
+    if extractor_nice is not None:
+        config["extractor_nice"] = extractor_nice
     if extractor is not None:
         config["extractor"] = extractor
     models = MODELS

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from ..config import BACKGROUND_NICE
 from .common import CliState, db_path, open_memory, pass_state
 
 
@@ -45,7 +46,9 @@ def serve(
     path = db_path(state)
     tokens_at = token_file if token_file is not None else token_path_for(path)
     tokens, created = load_or_create_tokens(tokens_at)
-    memory = open_memory(state, job_worker=True)  # runs queued adds, this process's and earlier
+    # Runs queued adds, this process's and earlier ones; the extraction yields the cores to the
+    # requests (a server always has other clients waiting), as a queued add does in a library.
+    memory = open_memory(state, job_worker=True, extractor_nice=BACKGROUND_NICE)
 
     def listening(url: str) -> None:
         click.echo(f"offline-mem serve: {url} (memory {path})", err=True)

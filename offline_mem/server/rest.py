@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -176,6 +178,10 @@ class RestApi:
 
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
+        # The library's calls are CPU-bound and hold the GIL most of the time: more of them at
+        # once than there are cores only makes each slower (docs/server.md, "What one server
+        # saves"). Waiting requests queue here instead of thrashing.
+        self.limiter = anyio.CapacityLimiter(max(1, os.cpu_count() or 1))
 
     def routes(self) -> list[Route]:
         return [
@@ -199,7 +205,7 @@ class RestApi:
     ) -> Response:
         """`work()` in the thread pool, its result as JSON; a library error as its 4xx."""
         try:
-            result = await run_in_threadpool(work)
+            result = await anyio.to_thread.run_sync(work, limiter=self.limiter)
         except OfflineMemError as exc:
             return library_error(exc)
         return JSONResponse(result, status_code=status(result))
