@@ -10,6 +10,7 @@ own, outside that interface.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -30,6 +31,9 @@ from .reads import StoreReads
 from .records import AddPlan, HistoryRecord, MemoryRecord, MessageRecord
 from .vector_cache import VectorCache
 from .writes import MemoryWrites
+
+ERASE_TRIES = 5  # checkpoints after a delete, ERASE_RETRY_S apart (0.2 s at most)
+ERASE_RETRY_S = 0.05
 
 
 class Store:
@@ -383,6 +387,13 @@ class Store:
         checkpoint finishes it)."""
         if self.db.in_transaction:
             return False
+        # A reader's snapshot (often a short one: another thread's search, the job worker's
+        # poll) keeps the frames written before the delete; try again a few times rather than
+        # leave the text on disk until the next checkpoint, but never stall a delete for long.
+        for _ in range(ERASE_TRIES - 1):
+            if self.db.checkpoint(wait=False):
+                return True
+            time.sleep(ERASE_RETRY_S)
         return self.db.checkpoint(wait=False)
 
     def compact(self) -> dict[str, int]:
