@@ -66,8 +66,10 @@ def rebuilt_result(model: LogicalState, state: LogicalState, op: dict[str, Any])
     """The result an in-flight add would have returned, read back from the file."""
     if op["op"] not in ("add_raw", "add_infer"):
         return None
+    # A raw memory's role is its message's (the model needs it to forget that message later).
+    roles = {m["content"]: m["role"] for m in reversed(op["messages"])}
     results = [
-        {"id": mid, "memory": view["text"], "event": "ADD"}
+        {"id": mid, "memory": view["text"], "event": "ADD", "role": roles.get(view["text"], "user")}
         for mid, view in state.memories.items()
         if mid not in model.memories
     ]
@@ -373,3 +375,25 @@ def test_a_file_killed_during_its_first_migration_opens_as_an_empty_store(tmp_pa
     assert db.exists() and not schema_committed(str(db))
     assert_opens_as_empty_store(db)
     assert schema_committed(str(db)) and check_path(str(db)) == []
+
+
+def test_an_in_flight_raw_add_read_back_keeps_each_memory_s_role() -> None:
+    """A raw add applied by a kill is rebuilt from the file; deleting one of its memories later
+    must forget the message of the right role (a CI run once failed on an assistant's)."""
+    op = {
+        "op": "add_raw", "i": 17, "scope": {"user_id": "u"}, "metadata": {},
+        "messages": [{"role": "user", "content": "first words"},
+                     {"role": "assistant", "content": "answer words"}],
+    }  # fmt: skip
+    model = LogicalState()
+    state = model.copy()
+    apply_operation(state, op, {"results": [
+        {"id": "a", "memory": "first words", "event": "ADD", "role": "user"},
+        {"id": "b", "memory": "answer words", "event": "ADD", "role": "assistant"},
+    ]})  # fmt: skip
+    applied, was_applied, half = resolve_in_flight(model, state, op)
+    assert (was_applied, half) == (True, [])
+    apply_operation(applied, {"op": "delete", "id": "b"}, None)
+    apply_operation(state, {"op": "delete", "id": "b"}, None)
+    assert applied.differences(state) == []
+    assert ("u", None, None, "assistant", "answer words") not in applied.messages
