@@ -13,11 +13,13 @@ import threading
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 from .config import MemoryConfig, resolve_db_path, resolve_models_dir
 from .errors import ModelError, ValidationError, shown
+from .extraction.lexicon import lexicon_for
+from .extraction.validity import valid_from
 from .memory_jobs import ExtractionJobs
 from .memory_reads import DEFAULT_SEARCH_THRESHOLD, MemoryReader, in_scope
 from .pinned.embedder import Embedder, QueryVectorCache
@@ -163,6 +165,9 @@ class Memory:
         mentions = self.entities.extract_batch([memories[i].text for i in unlinked])
         for i, found in zip(unlinked, mentions, strict=True):
             memories[i] = replace(memories[i], entities=list(found))
+        lexicon = lexicon_for(self.config.nlp)
+        for i, m in enumerate(memories):
+            memories[i] = replace(m, valid_from=valid_from(m.text, m.observed_at, lexicon))
         return replace(plan, memories=memories)
 
     def _apply(self, plan: AddPlan) -> None:
@@ -304,7 +309,6 @@ class Memory:
         analysed) and its results. The models run outside any lock, so other threads' reads and
         writes go on meanwhile; nothing is written here, so nothing is written if it fails."""
         from .extraction import planner
-        from .extraction.lexicon import lexicon_for
 
         lexicon = lexicon_for(self.config.nlp)  # the fact checks' words, in the pipeline's language
         models = planner.Models(self.embedder, self.extractor, self.entities, lexicon)
@@ -497,12 +501,19 @@ class Memory:
         offset: int = 0,
         show_expired: bool = False,
         include_superseded: bool = False,
+        as_of: str | date | datetime | None = None,
         **unknown: Any,
     ) -> dict[str, Any]:
-        """The memories that match `filters`, newest first: `top_k` of them from `offset`."""
+        """The memories that match `filters`, newest first: `top_k` of them from `offset`.
+
+        `as_of` (a date, a datetime or an ISO 8601 string; a date means the end of that day,
+        UTC): the memories that were true then, as this file knew it then. A fact counts when
+        its message's date (else the day it was stored) is not after it and no fact that
+        superseded it had been said by then; superseded facts come back in that case, and
+        expiry is judged at that moment. A text changed with `update` reads as it is now."""
         return self._reader.get_all(
             filters=filters, top_k=top_k, offset=offset, show_expired=show_expired,
-            include_superseded=include_superseded, **unknown,
+            include_superseded=include_superseded, as_of=as_of, **unknown,
         )  # fmt: skip
 
     def search(
@@ -518,6 +529,8 @@ class Memory:
         include_messages: bool = True,
         explain: bool = False,
         resolve_references: bool = True,
+        as_of: str | date | datetime | None = None,
+        reference_date: str | date | datetime | None = None,
         **unknown: Any,
     ) -> dict[str, Any]:
         """The facts and stored messages of the filtered scope that best match `query`, in one
@@ -538,12 +551,16 @@ class Memory:
         facts are then the memory that gave the name, followed by the two rankings taken in
         turn (references.py); each keeps the score of the query that found it first, and
         `explain=True` adds `resolved_query`.
-        `resolve_references=False` searches the query as given only."""
+        `resolve_references=False` searches the query as given only.
+
+        `as_of`: search what was true on that date, as `get_all(as_of=...)` reads it; messages
+        said after it are left out too. `reference_date` is Mem0's name for the same."""
         return self._reader.search(
             query, filters=filters, top_k=top_k, threshold=threshold, show_expired=show_expired,
             include_superseded=include_superseded, include_sources=include_sources,
             include_messages=include_messages, explain=explain,
-            resolve_references=resolve_references, **unknown,
+            resolve_references=resolve_references, as_of=as_of, reference_date=reference_date,
+            **unknown,
         )  # fmt: skip
 
     def search_messages(

@@ -20,7 +20,7 @@ from .store.filters import compile_filters
 from .store.interface import MemoryStore
 from .store.messages import StoredMessage
 from .store.records import MemoryRecord
-from .timeutil import is_expired, utc_now
+from .timeutil import is_expired, parse_as_of, utc_now
 from .validation import (
     check_memory_id,
     check_offset,
@@ -91,15 +91,18 @@ class MemoryReader:
         offset: int = 0,
         show_expired: bool = False,
         include_superseded: bool = False,
+        as_of: Any = None,
         **unknown: Any,
     ) -> dict[str, Any]:
         reject_unknown_kwargs("get_all", unknown)
         where = compile_filters(filters)
+        moment = None if as_of is None else parse_as_of(as_of)
         records = self.store.list_memories(
             where, limit=check_top_k(top_k), offset=check_offset(offset),
             include_expired=bool(show_expired), include_superseded=bool(include_superseded),
+            as_of=moment,
         )  # fmt: skip
-        now = utc_now()
+        now = moment or utc_now()
         return {"results": [r.to_dict(expired=is_expired(r.expiration_date, now)) for r in records]}
 
     def search(
@@ -115,10 +118,13 @@ class MemoryReader:
         include_messages: bool = True,
         explain: bool = False,
         resolve_references: bool = True,
+        as_of: Any = None,
+        reference_date: Any = None,
         **unknown: Any,
     ) -> dict[str, Any]:
         reject_unknown_kwargs("search", unknown)
         check_text(query, "query")
+        moment = _moment(as_of, reference_date)
         request = SearchRequest(
             query=query,
             where=compile_filters(filters),
@@ -126,6 +132,7 @@ class MemoryReader:
             threshold=check_threshold(threshold),
             include_expired=bool(show_expired),
             include_superseded=bool(include_superseded),
+            as_of=moment,
             weights=self.weights,
         )
         # The embedder first: loading its weights briefly holds two copies of them (~180 MB),
@@ -140,7 +147,7 @@ class MemoryReader:
         facts = {record.rowid: (record, ranked) for record, ranked in outcome.hits}
         scope = _exact_scope(filters) if include_messages else None
         ranking, messages = self.retriever.rank_with_messages(request, outcome, scope)
-        now = utc_now()
+        now = moment or utc_now()
         results = []
         for evidence in ranking:
             if evidence.kind == "fact":
@@ -207,6 +214,15 @@ class MemoryReader:
             if record is None or not in_scope(record, scope):
                 return []
         return [row.to_dict() for row in self.store.history(key)]
+
+
+def _moment(as_of: Any, reference_date: Any) -> Any:
+    """The moment a search asks about: `as_of`, or Mem0's `reference_date` for the same."""
+    if as_of is not None and reference_date is not None:
+        raise ValidationError("give as_of= or reference_date= (the same thing), not both")
+    if reference_date is not None:
+        return parse_as_of(reference_date, what="reference_date")
+    return None if as_of is None else parse_as_of(as_of)
 
 
 def _exact_scope(filters: dict[str, Any] | None) -> Scope | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import date, datetime, time, timezone
 
 from .errors import ValidationError, shown
 
@@ -45,6 +45,18 @@ def parse_datetime(value: object, *, what: str) -> datetime:
         raise ValidationError(
             f"{what} is outside the years 1-9999 in UTC: {shown(value)}"
         ) from None
+
+
+def parse_as_of(value: object, *, what: str = "as_of") -> datetime:
+    """The moment a read asks about. A date (or a date-only string) means the end of that day
+    (UTC), so a fact said at noon on it counts; a datetime is that moment."""
+    if isinstance(value, date) and not isinstance(value, datetime):
+        day = value
+    elif isinstance(value, str) and len(value.strip()) == 10:
+        day = parse_datetime(value, what=what).date()
+    else:
+        return parse_datetime(value, what=what)
+    return datetime.combine(day, time.max, tzinfo=timezone.utc)
 
 
 def parse_expiration(value: object) -> str:

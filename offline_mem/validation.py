@@ -271,6 +271,4 @@ def reject_unknown_kwargs(method: str, unknown: dict[str, Any]) -> None:
 UNSUPPORTED_MEM0_ARGUMENTS = {
     "rerank": "no reranker model is pinned; the score already combines similarity, keywords "
     "and entities on a fixed scale (use threshold= and top_k=)",
-    "reference_date": "relative dates are resolved when messages are added, against their "
-    "timestamp (add(..., timestamp=...))",
 }

@@ -56,6 +56,9 @@ KEPT = [
     ("Rui is starting a business.", "I lost my job yesterday, so I'm starting a business."),
     # the fact's own phrase is resolved later, as written
     ("Oskar baked bread yesterday, on 15 May 2023.", "Yesterday I baked bread."),
+    # a fact that names the month or year already is not dated again
+    ("Lena broke up with Tom in April 2023.", "We broke up last month, I am no longer dating him."),
+    ("Lena moved to Porto in 2022.", "I moved to Porto last year and I love surfing."),
     # a number before a month that is not a date, and "may" the verb
     ("Oskar may visit in 2 weeks.", "Yesterday I said I may visit."),
 ]

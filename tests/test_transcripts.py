@@ -88,8 +88,12 @@ def test_mem0_spellings(tmp_path):
         m.update(item["id"], "a", data="b")
     with pytest.raises(ValidationError, match=r"rerank=.*threshold"):
         m.search("where", filters={"user_id": "u1"}, rerank=True)
-    with pytest.raises(ValidationError, match=r"reference_date=.*timestamp"):
-        m.search("where", filters={"user_id": "u1"}, reference_date="2024-01-01")
+    # Mem0's reference_date= is as_of=: what was known and true on that date
+    before = m.search("Porto", filters={"user_id": "u1"}, reference_date="2024-01-01")
+    assert before["results"] == []
+    assert m.search("Porto", filters={"user_id": "u1"}, reference_date="2999-01-01")["results"]
+    with pytest.raises(ValidationError, match="not both"):
+        m.search("where", filters={"user_id": "u1"}, as_of="2024-01-01", reference_date="2024")
 
 
 def test_message_metadata_survives_export_and_import_and_old_files_still_import(tmp_path):

@@ -177,6 +177,7 @@ def add(
 @click.option("--explain", is_flag=True, help="Show each signal's part of the score.")
 @click.option("--sources", is_flag=True, help="Show the messages each memory came from.")
 @click.option("--facts-only", is_flag=True, help="Only extracted facts, not the stored messages.")
+@click.option("--as-of", metavar="DATE", help="What was true on this date (ISO 8601).")
 @pass_state
 def search(
     state: CliState,
@@ -192,6 +193,7 @@ def search(
     explain: bool,
     sources: bool,
     facts_only: bool,
+    as_of: str | None,
 ) -> None:
     """Facts and stored messages that best match QUERY, best first, with their scores."""
     with open_memory(state, existing=True) as memory:
@@ -205,6 +207,7 @@ def search(
             explain=explain,
             include_sources=sources,
             include_messages=not facts_only,
+            as_of=as_of,
         )
     if state.json:
         echo_json(result)
@@ -235,6 +238,7 @@ def search(
 @click.option("--offset", default=0, show_default=True, help="Skip this many first.")
 @click.option("--all", "include_superseded", is_flag=True, help="Include superseded memories.")
 @click.option("--show-expired", is_flag=True, help="Include expired memories.")
+@click.option("--as-of", metavar="DATE", help="What was true on this date (ISO 8601).")
 @pass_state
 def list_memories(
     state: CliState,
@@ -246,6 +250,7 @@ def list_memories(
     offset: int,
     include_superseded: bool,
     show_expired: bool,
+    as_of: str | None,
 ) -> None:
     """The memories of a scope, newest first."""
     with open_memory(state, existing=True) as memory:
@@ -255,6 +260,7 @@ def list_memories(
             offset=offset,
             include_superseded=include_superseded,
             show_expired=show_expired,
+            as_of=as_of,
         )
     if state.json:
         echo_json(result)

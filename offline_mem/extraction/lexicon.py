@@ -65,6 +65,9 @@ class Lexicon:
     date_words: Mapping[str, tuple[str, str]]  # kind of resolved date -> (preposition, text)
     long_date: str  # a day written out: {day} {month} {year}
     written_date: re.Pattern[str]  # a date written out in a text, preposition included
+    # a month or a year named without a day ("May 2023", "in 2022"): groups month, month_year
+    # and year (validity.py)
+    written_period: re.Pattern[str]
 
     @property
     def months(self) -> frozenset[str]:
@@ -163,6 +166,17 @@ def _english_written_date() -> re.Pattern[str]:
     )
 
 
+def _english_written_period() -> re.Pattern[str]:
+    """ "May 2023", "in May, 2023", "in 2022", "since 2016": a bare year only after a preposition
+    that makes it a date ("2,000 steps" or "room 2022" are not)."""
+    month = "|".join(_EN_MONTHS)
+    return re.compile(
+        rf"\b(?P<month>{month}),?\s+(?P<month_year>\d{{4}})\b"
+        r"|\b(?:in|since|from|during|until|by)\s+(?:early\s+|late\s+|mid-?)?(?P<year>\d{4})\b",
+        re.IGNORECASE,
+    )
+
+
 ENGLISH = Lexicon(
     language="en",
     stop_words=frozenset(
@@ -218,6 +232,7 @@ ENGLISH = Lexicon(
     },
     long_date="{day} {month} {year}",  # '23 September 2023': unambiguous, and LoCoMo's style
     written_date=_english_written_date(),
+    written_period=_english_written_period(),
 )
 
 LEXICONS = {ENGLISH.language: ENGLISH}

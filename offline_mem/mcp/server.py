@@ -45,6 +45,13 @@ AgentId = Annotated[
     str | None, Field(description="The agent's memories; default: the server's --agent.")
 ]
 RunId = Annotated[str | None, Field(description="Limit to one run or session; default: none.")]
+AsOf = Annotated[
+    str | None,
+    Field(
+        description="Only what was true on this date (ISO 8601, e.g. 2024-03-01), superseded "
+        "facts included if they held then; default: now."
+    ),
+]
 Filters = Annotated[
     dict[str, Any] | None,
     Field(
@@ -286,10 +293,11 @@ class MemoryServer:
         user_id: UserId = None,
         agent_id: AgentId = None,
         run_id: RunId = None,
+        as_of: AsOf = None,
     ) -> Annotated[CallToolResult, Results]:
         return _result(lambda: self.tools.search_memory(
             query, top_k=top_k, filters=filters,
-            user_id=user_id, agent_id=agent_id, run_id=run_id,
+            user_id=user_id, agent_id=agent_id, run_id=run_id, as_of=as_of,
         ))  # fmt: skip
 
     def search_messages(
@@ -322,9 +330,11 @@ class MemoryServer:
         user_id: UserId = None,
         agent_id: AgentId = None,
         run_id: RunId = None,
+        as_of: AsOf = None,
     ) -> Annotated[CallToolResult, Results]:
         return _result(lambda: self.tools.list_memories(
             filters=filters, top_k=top_k, user_id=user_id, agent_id=agent_id, run_id=run_id,
+            as_of=as_of,
         ))  # fmt: skip
 
     def get_memory(

@@ -81,9 +81,10 @@ class MemoryTools:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        as_of: str | None = None,
     ) -> ToolOutput:
         where = self._filters(filters, user_id, agent_id, run_id)
-        result = self.memory.search(query, filters=where, top_k=top_k)
+        result = self.memory.search(query, filters=where, top_k=top_k, as_of=as_of)
         return ToolOutput(result, mcp_text.found(result["results"]))
 
     def search_messages(
@@ -120,10 +121,11 @@ class MemoryTools:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        as_of: str | None = None,
     ) -> ToolOutput:
         where = self._filters(filters, user_id, agent_id, run_id)
         extra: dict[str, Any] = {} if top_k is None else {"top_k": top_k}
-        result = self.memory.get_all(filters=where, **extra)
+        result = self.memory.get_all(filters=where, as_of=as_of, **extra)
         return ToolOutput(result, mcp_text.listed(result["results"]))
 
     def get_memory(

@@ -16,6 +16,7 @@ from ..pinned.nlp import TextAnalyzer
 from ..store.interface import SearchStore
 from ..store.messages import MessageHit, message_item
 from ..store.records import MemoryRecord
+from ..timeutil import iso
 from ..values import EntityMention, Scope
 from . import evidence as evidence_ranking
 from .evidence import Evidence, MessageSignals, asks, rank_evidence
@@ -85,10 +86,13 @@ class Retriever:
         store = self.store
         vector = self.embedder.embed(request.query)
         n = overfetch(request.top_k)
-        cosine = store.message_candidates(vector, scope, k=n)
+        as_of = request.as_of
+        cosine = store.message_candidates(vector, scope, k=n, as_of=as_of)
         # Keyword candidates too, each scored on both signals (as search.py does for facts).
         stats = store.message_keyword_stats(self.analyzer.analyze_query(request.query).terms, scope)
-        bm25 = store.message_keyword_candidates(stats, scope, limit=n, also_seqs=sorted(cosine))
+        bm25 = store.message_keyword_candidates(
+            stats, scope, limit=n, also_seqs=sorted(cosine), as_of=as_of
+        )
         cosine.update(store.message_similarities(vector, sorted(set(bm25) - set(cosine))))
         # A message stored verbatim as a memory (a raw add) is already in the ranking as that
         # memory; listing it twice would only take a place.
@@ -101,8 +105,15 @@ class Retriever:
         new = sorted(set(replies.values()) - set(cosine))
         if new:
             found = store.message_similarities(vector, new)
-            bm25.update(store.message_keyword_candidates(stats, scope, limit=0, also_seqs=new))
+            bm25.update(
+                store.message_keyword_candidates(stats, scope, limit=0, also_seqs=new, as_of=as_of)
+            )
             hits += [hit for hit in store.message_hits(found) if not hit.stored_verbatim]
+        if as_of is not None:  # a reply said after that moment is not evidence of it
+            stamp = iso(as_of)
+            hits = [h for h in hits if (h.record.observed_at or h.record.created_at) <= stamp]
+            kept = {h.record.seq for h in hits}
+            replies = {q: r for q, r in replies.items() if q in kept and r in kept}
         items = {
             hit.record.seq: message_item(hit.record, hit.memory_ids, hit.scope_ids) for hit in hits
         }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 
@@ -34,6 +35,7 @@ class SearchRequest:
     threshold: float | None
     include_expired: bool = False
     include_superseded: bool = False
+    as_of: datetime | None = None  # what was true then (candidates.visibility)
     weights: Weights = field(default_factory=Weights)
     signals: tuple[str, ...] = ("semantic", "keyword", "entity")
 
@@ -82,6 +84,7 @@ def search_memories(
             request.where,
             include_expired=request.include_expired,
             include_superseded=request.include_superseded,
+            as_of=request.as_of,
         )
         cosine = (
             store.vector_candidates(vector, request.where, condition, k=n)

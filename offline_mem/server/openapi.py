@@ -73,6 +73,11 @@ SEARCH = {
         },
         "include_superseded": {"type": ["boolean", "null"]},
         "resolve_references": {"type": ["boolean", "null"]},
+        "as_of": {
+            "type": ["string", "null"],
+            "description": "Ours: what was true on that date (ISO 8601 date or datetime).",
+        },
+        "reference_date": {"type": ["string", "null"], "description": "Mem0's name for as_of."},
     },
 }
 MESSAGE_SEARCH = {
@@ -136,7 +141,7 @@ def openapi_schema() -> dict[str, Any]:
                          "responses": _ok("{results: [{id, memory, event}]}", accepted)},
                 "get": {"summary": "Get memories",
                         "parameters": [*_SCOPE, *_query("top_k", "offset", "show_expired",
-                                                        "include_superseded")],
+                                                        "include_superseded", "as_of")],
                         "responses": _ok("{results: [memory]}")},
                 "delete": {"summary": "Delete all memories of a scope", "parameters": _SCOPE,
                            "responses": _ok("{message, deleted}")},

@@ -47,7 +47,7 @@ ADD_KEYS = frozenset({
 SEARCH_KEYS = frozenset({
     "query", "user_id", "agent_id", "run_id", "filters", "top_k", "threshold", "explain",
     "show_expired", "include_messages", "include_sources", "include_superseded",
-    "resolve_references",
+    "resolve_references", "as_of", "reference_date",
 })  # fmt: skip
 MESSAGE_SEARCH_KEYS = frozenset({"query", "user_id", "agent_id", "run_id", "filters", "top_k",
                                  "threshold"})  # fmt: skip
@@ -235,6 +235,9 @@ class RestApi:
             extra["offset"] = offset
         show_expired = bool_param(request, "show_expired")
         superseded = bool_param(request, "include_superseded")
+        as_of = request.query_params.get("as_of")
+        if as_of is not None:
+            extra["as_of"] = as_of
         filters = scope_params(request)
         return await self._call(lambda: self.memory.get_all(
             filters=filters, show_expired=show_expired, include_superseded=superseded, **extra

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..timeutil import unexpired_clause, utc_now
+from ..timeutil import iso, unexpired_clause, utc_now
 from ..values import SCOPE_KEYS, Scope
 from . import keyword_index
 from .db import Database
@@ -111,17 +111,34 @@ def filtered_knn(
 
 
 def visibility(
-    *, now: datetime, include_expired: bool, include_superseded: bool
+    *,
+    now: datetime,
+    include_expired: bool,
+    include_superseded: bool,
+    as_of: datetime | None = None,
 ) -> tuple[str, list[Any]]:
-    """State and expiry as SQL over alias m: which memories a read sees."""
-    parts, params = [], []
-    if not include_superseded:
+    """State and expiry as SQL over alias m: which memories a read sees. `as_of`: those that
+    were true then, superseded or not (recorded by then, and not yet replaced), with expiry
+    judged at that moment."""
+    parts: list[str] = []
+    params: list[Any] = []
+    if as_of is not None:
+        stamp = iso(as_of)
+        parts.append(RECORDED_BY + " AND (m.valid_to IS NULL OR m.valid_to > ?)")
+        params += [stamp, stamp]
+        now = as_of
+    elif not include_superseded:
         parts.append("m.state = 'active'")
     if not include_expired:
         clause, clause_params = unexpired_clause("m.expiration_date", now)
         parts.append(clause)
         params += clause_params
     return (" AND ".join(parts) or "1"), params
+
+
+# A memory or message was known at a moment when its message's date (else the day it was
+# stored) is not after it.
+RECORDED_BY = "COALESCE(m.observed_at, m.created_at) <= ?"
 
 
 class CandidateQueries:
@@ -138,12 +155,13 @@ class CandidateQueries:
         include_expired: bool = False,
         include_superseded: bool = False,
         now: datetime | None = None,
+        as_of: datetime | None = None,
     ) -> tuple[str, list[Any]]:
-        """The caller's filter plus visibility (state, expiry), as SQL over alias m. Every
-        signal of a search uses this same condition."""
+        """The caller's filter plus visibility (state, expiry, `as_of`), as SQL over alias m.
+        Every signal of a search uses this same condition."""
         visible, vparams = visibility(
             now=now or utc_now(), include_expired=include_expired,
-            include_superseded=include_superseded,
+            include_superseded=include_superseded, as_of=as_of,
         )  # fmt: skip
         return f"{where.sql} AND {visible}", [*where.params, *vparams]
 

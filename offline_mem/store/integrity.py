@@ -81,8 +81,16 @@ def _sqlite(c: _Checker) -> None:
 
 ROWS_PER_READ = 2000
 DATE_COLUMNS = {
-    "memories": ("created_at", "updated_at", "observed_at", "expiration_date"),
+    "memories": (
+        "created_at",
+        "updated_at",
+        "observed_at",
+        "expiration_date",
+        "valid_from",
+        "valid_to",
+    ),
     "messages": ("created_at", "observed_at"),
+    "history": ("created_at", "happened_at"),
 }
 
 
@@ -110,6 +118,12 @@ def _rows(c: _Checker) -> None:
                 )
                 if not _is_date(value)
             ]
+    details += [
+        f"memories row {rowid}: valid_to {end!r} is before valid_from {start!r}"
+        for rowid, start, end in c.db.query(
+            "SELECT rowid, valid_from, valid_to FROM memories WHERE valid_to < valid_from"
+        )
+    ]
     c.problems("rows", details)
 
 

@@ -47,6 +47,7 @@ class StoredRows(Protocol):
         include_expired: bool = False,
         include_superseded: bool = False,
         now: datetime | None = None,
+        as_of: datetime | None = None,
     ) -> list[MemoryRecord]: ...
 
     def records_by_rowid(self, rowids: Sequence[int]) -> dict[int, MemoryRecord]: ...
@@ -82,6 +83,7 @@ class CandidateQueries(Protocol):
         include_expired: bool = False,
         include_superseded: bool = False,
         now: datetime | None = None,
+        as_of: datetime | None = None,
     ) -> Condition: ...
 
     def vector_candidates(
@@ -116,13 +118,19 @@ class MessageSearch(Protocol):
     """A scope's stored messages, scored as the memories are."""
 
     def message_candidates(
-        self, vector: np.ndarray, scope: Scope, *, k: int
+        self, vector: np.ndarray, scope: Scope, *, k: int, as_of: datetime | None = None
     ) -> dict[int, float]: ...
 
     def message_keyword_stats(self, terms: Sequence[str], scope: Scope) -> QueryStats: ...
 
     def message_keyword_candidates(
-        self, stats: QueryStats, scope: Scope, *, limit: int, also_seqs: Sequence[int] = ()
+        self,
+        stats: QueryStats,
+        scope: Scope,
+        *,
+        limit: int,
+        also_seqs: Sequence[int] = (),
+        as_of: datetime | None = None,
     ) -> dict[int, float]: ...
 
     def message_similarities(self, vector: np.ndarray, seqs: Sequence[int]) -> dict[int, float]: ...
@@ -148,6 +156,7 @@ class ExtractionStore(Protocol):
         include_expired: bool = False,
         include_superseded: bool = False,
         now: datetime | None = None,
+        as_of: datetime | None = None,
     ) -> Condition: ...
 
     def vector_candidates(

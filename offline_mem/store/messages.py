@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 
+from ..timeutil import iso
 from ..values import Scope
 from . import keyword_index
 from .candidates import filtered_knn, point_similarities, scope_match, vector_blob
@@ -201,10 +203,12 @@ class MessageIndex:
 
     # -- search -------------------------------------------------------------------------------
 
-    def message_candidates(self, vector: np.ndarray, scope: Scope, *, k: int) -> dict[int, float]:
+    def message_candidates(
+        self, vector: np.ndarray, scope: Scope, *, k: int, as_of: datetime | None = None
+    ) -> dict[int, float]:
         """Exact top-k messages of the scope by cosine: seq -> similarity (see
-        `filtered_knn`; agent and run ids are the condition)."""
-        where, params = scope_match(scope, "")
+        `filtered_knn`; agent and run ids are the condition, and `as_of` the date)."""
+        where, params = _message_condition(scope, "", as_of)
         return filtered_knn(
             self.db, MESSAGE_VECTORS, vector, k=k, user_id=scope.user_id,
             passing=lambda seqs: self._messages_in_scope(seqs, where, params),
@@ -226,10 +230,11 @@ class MessageIndex:
         *,
         limit: int,
         also_seqs: Sequence[int] = (),
+        as_of: datetime | None = None,
     ) -> dict[int, float]:
-        """BM25 of the scope's messages: the best `limit` plus those of `also_seqs` that hold a
-        query term (keyword_index.bm25_scores)."""
-        where, params = scope_match(scope, "m")
+        """BM25 of the scope's messages (those recorded by `as_of`): the best `limit` plus those
+        of `also_seqs` that hold a query term (keyword_index.bm25_scores)."""
+        where, params = _message_condition(scope, "m", as_of)
         return keyword_index.bm25_scores(
             self.db, stats, keyword_index.searched_partition(scope.user_id), where, params,
             limit=limit, also_rowids=also_seqs, t=MESSAGE_KEYWORDS,
@@ -293,3 +298,13 @@ class MessageIndex:
             )
             for seq in order
         ]
+
+
+def _message_condition(scope: Scope, alias: str, as_of: datetime | None) -> tuple[str, list[str]]:
+    """The scope's messages, and when `as_of` is given only those said by then."""
+    where, params = scope_match(scope, alias)
+    if as_of is None:
+        return where, params
+    prefix = f"{alias}." if alias else ""
+    recorded = f"COALESCE({prefix}observed_at, {prefix}created_at) <= ?"
+    return " AND ".join(part for part in (where, recorded) if part), [*params, iso(as_of)]

@@ -385,6 +385,40 @@ def _m010_history_writer(db: Database, ctx: MigrationContext) -> None:
     db.execute("ALTER TABLE history ADD COLUMN written_by TEXT")
 
 
+def _m011_validity(db: Database, ctx: MigrationContext) -> None:
+    # When each fact was true (validity.py): from the date its text names or its message's date,
+    # to the date of the message that superseded it; and when each change happened beside when
+    # it was recorded. A file from before gets its messages' dates (its texts are not re-read).
+    db.execute("ALTER TABLE memories ADD COLUMN valid_from TEXT")
+    db.execute("ALTER TABLE memories ADD COLUMN valid_to TEXT")
+    db.execute("ALTER TABLE history ADD COLUMN happened_at TEXT")
+    fill_validity(db)
+
+
+def fill_validity(db: Database) -> None:
+    """Give the rows that lack them (an older file or export) their validity and change dates:
+    a fact is valid from its message's date (else when it was stored) until its successor's."""
+    db.execute(
+        "UPDATE memories SET valid_from = COALESCE(observed_at, created_at) "
+        "WHERE valid_from IS NULL"
+    )
+    db.execute(
+        "UPDATE memories SET valid_to = (SELECT max(memories.valid_from, "
+        "COALESCE(n.observed_at, n.created_at)) FROM memories n "
+        "WHERE n.id = memories.superseded_by) WHERE state = 'superseded' AND valid_to IS NULL"
+    )
+    db.execute(  # a successor deleted since: the fact stopped when it was superseded
+        "UPDATE memories SET valid_to = max(valid_from, COALESCE(updated_at, created_at)) "
+        "WHERE state = 'superseded' AND valid_to IS NULL"
+    )
+    db.execute(
+        "UPDATE history SET happened_at = COALESCE((SELECT m.observed_at FROM memories m "
+        "WHERE m.id = history.memory_id AND history.event = 'ADD'), (SELECT n.observed_at "
+        "FROM memories n WHERE n.id = history.related_memory_id AND history.event = 'SUPERSEDE'),"
+        " created_at) WHERE happened_at IS NULL"
+    )
+
+
 Migration = Callable[[Database, MigrationContext], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -398,6 +432,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("008_vectors_by_row", _m008_vectors_by_row),
     ("009_message_hashes", _m009_message_hashes),
     ("010_history_writer", _m010_history_writer),
+    ("011_validity", _m011_validity),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -38,11 +38,12 @@ class StoreReads:
         include_expired: bool = False,
         include_superseded: bool = False,
         now: datetime | None = None,
+        as_of: datetime | None = None,
     ) -> list[MemoryRecord]:
-        """Newest first, as Mem0's get_all."""
+        """Newest first, as Mem0's get_all (`as_of`: those true then, see `visibility`)."""
         visible, vparams = visibility(
             now=now or utc_now(), include_expired=include_expired,
-            include_superseded=include_superseded,
+            include_superseded=include_superseded, as_of=as_of,
         )  # fmt: skip
         columns = ", ".join(f"m.{c.strip()}" for c in MemoryRecord.COLUMNS.split(","))
         rows = self.db.query(

@@ -34,11 +34,13 @@ class MemoryRecord:
     updated_at: str | None
     observed_at: str | None
     expiration_date: str | None
+    valid_from: str | None  # when the fact became true (validity.py); None only in a bare row
+    valid_to: str | None  # when a later fact superseded it; None while it holds
 
     COLUMNS = (
         "rowid, id, text, hash, user_id, agent_id, run_id, metadata, role, actor_id, "
         "attributed_to, memory_type, state, superseded_by, created_at, updated_at, observed_at, "
-        "expiration_date"
+        "expiration_date, valid_from, valid_to"
     )
 
     @classmethod
@@ -73,6 +75,8 @@ class MemoryRecord:
             "memory_type": self.memory_type,
             "expiration_date": self.expiration_date,
             "observed_at": self.observed_at,
+            "valid_from": self.valid_from,
+            "valid_to": self.valid_to,
             "superseded_by": self.superseded_by,
         }
         item.update({k: v for k, v in optional.items() if v is not None})
@@ -96,10 +100,13 @@ class HistoryRecord:
     actor_id: str | None
     role: str | None
     written_by: str | None  # the application that made the change (offline_mem/writer.py)
+    # when the change happened (the date of the message that made it), beside created_at,
+    # when it was recorded
+    happened_at: str | None = None
 
     COLUMNS = (
         "id, memory_id, old_memory, new_memory, event, related_memory_id, created_at, "
-        "updated_at, is_deleted, actor_id, role, written_by"
+        "updated_at, is_deleted, actor_id, role, written_by, happened_at"
     )
 
     def to_dict(self) -> dict[str, Any]:
@@ -119,6 +126,8 @@ class HistoryRecord:
             item["related_memory_id"] = self.related_memory_id
         if self.written_by is not None:
             item["written_by"] = self.written_by
+        if self.happened_at is not None:
+            item["happened_at"] = self.happened_at
         return item
 
 
@@ -181,6 +190,7 @@ class NewMemory:
     attributed_to: str | None = None
     memory_type: str | None = None
     observed_at: str | None = None
+    valid_from: str | None = None  # the date its text names (validity.py); else observed_at
     expiration_date: str | None = None
     source_messages: list[int] = field(default_factory=list)  # indexes into AddPlan.messages
     entities: list[EntityMention] = field(default_factory=list)

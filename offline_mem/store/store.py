@@ -144,10 +144,11 @@ class Store:
         include_expired: bool = False,
         include_superseded: bool = False,
         now: datetime | None = None,
+        as_of: datetime | None = None,
     ) -> list[MemoryRecord]:
         return self.reads.list_memories(
             where, limit=limit, offset=offset, include_expired=include_expired,
-            include_superseded=include_superseded, now=now,
+            include_superseded=include_superseded, now=now, as_of=as_of,
         )  # fmt: skip
 
     def records_by_rowid(self, rowids: Sequence[int]) -> dict[int, MemoryRecord]:
@@ -188,10 +189,11 @@ class Store:
         include_expired: bool = False,
         include_superseded: bool = False,
         now: datetime | None = None,
+        as_of: datetime | None = None,
     ) -> tuple[str, list[Any]]:
         return self.candidates.search_filter(
             where, include_expired=include_expired, include_superseded=include_superseded,
-            now=now,
+            now=now, as_of=as_of,
         )  # fmt: skip
 
     def vector_candidates(
@@ -236,8 +238,10 @@ class Store:
 
     # -- message search -------------------------------------------------------------------------
 
-    def message_candidates(self, vector: np.ndarray, scope: Scope, *, k: int) -> dict[int, float]:
-        return self.messages.message_candidates(vector, scope, k=k)
+    def message_candidates(
+        self, vector: np.ndarray, scope: Scope, *, k: int, as_of: datetime | None = None
+    ) -> dict[int, float]:
+        return self.messages.message_candidates(vector, scope, k=k, as_of=as_of)
 
     def message_keyword_stats(self, terms: Sequence[str], scope: Scope) -> keyword_index.QueryStats:
         return self.messages.message_keyword_stats(terms, scope)
@@ -249,9 +253,10 @@ class Store:
         *,
         limit: int,
         also_seqs: Sequence[int] = (),
+        as_of: datetime | None = None,
     ) -> dict[int, float]:
         return self.messages.message_keyword_candidates(
-            stats, scope, limit=limit, also_seqs=also_seqs
+            stats, scope, limit=limit, also_seqs=also_seqs, as_of=as_of
         )
 
     def message_similarities(self, vector: np.ndarray, seqs: Sequence[int]) -> dict[int, float]:

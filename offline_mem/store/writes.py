@@ -105,16 +105,18 @@ class MemoryWrites:
     ) -> None:
         scope = plan.scope
         stamp = iso(now)
+        happened = memory.observed_at or stamp  # the date of the message it came from
         cursor = self.db.execute(
             "INSERT INTO memories (id, text, hash, user_id, agent_id, run_id, scope, metadata,"
             " role, actor_id, attributed_to, memory_type, state, created_at, updated_at,"
-            " observed_at, expiration_date, embedder_sha256, extractor_sha256, prompt_version)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?, ?, ?)",
+            " observed_at, expiration_date, embedder_sha256, extractor_sha256, prompt_version,"
+            " valid_from)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?, ?, ?, ?)",
             (memory.id, memory.text, memory.hash, scope.user_id, scope.agent_id, scope.run_id,
              scope.key, json.dumps(memory.metadata, ensure_ascii=False), memory.role,
              memory.actor_id, memory.attributed_to, memory.memory_type, stamp, stamp,
              memory.observed_at, memory.expiration_date, plan.embedder_sha256,
-             plan.extractor_sha256, plan.prompt_version),
+             plan.extractor_sha256, plan.prompt_version, memory.valid_from or happened),
         )  # fmt: skip
         rowid = cursor.lastrowid
         if memory.terms is None:
@@ -128,9 +130,10 @@ class MemoryWrites:
                 (rowid, seqs[index]),
             )
         self._link_entities(rowid, scope, memory.entities)
-        self._history(memory.id, None, memory.text, "ADD", stamp, memory.actor_id, memory.role)
+        self._history(memory.id, None, memory.text, "ADD", stamp, memory.actor_id, memory.role,
+                      happened=happened)  # fmt: skip
         for old_id in memory.supersedes:
-            self._supersede(old_id, memory.id, stamp)
+            self._supersede(old_id, memory.id, stamp, happened)
 
     def _write_index_rows(
         self, rowid: int, user_id: str | None, vector: np.ndarray, terms: Sequence[str]
@@ -154,18 +157,21 @@ class MemoryWrites:
                 (rowid, scope.key, entity.norm),
             )
 
-    def _supersede(self, old_id: str, new_id: str, stamp: str) -> None:
+    def _supersede(self, old_id: str, new_id: str, stamp: str, happened: str) -> None:
+        """`old_id` stops holding at `happened`, the date of the message that replaced it (never
+        before it began: messages may be added out of their dates' order)."""
         row = self.db.query_one(
             "SELECT text FROM memories WHERE id = ? AND state = 'active'", (old_id,)
         )
         if row is None:
             return  # already superseded within this batch
         self.db.execute(
-            "UPDATE memories SET state = 'superseded', superseded_by = ?, updated_at = ? "
-            "WHERE id = ?",
-            (new_id, stamp, old_id),
+            "UPDATE memories SET state = 'superseded', superseded_by = ?, updated_at = ?, "
+            "valid_to = max(COALESCE(valid_from, ?), ?) WHERE id = ?",
+            (new_id, stamp, happened, happened, old_id),
         )
-        self._history(old_id, row[0], row[0], "SUPERSEDE", stamp, None, None, related=new_id)
+        self._history(old_id, row[0], row[0], "SUPERSEDE", stamp, None, None, related=new_id,
+                      happened=happened)  # fmt: skip
 
     def _history(
         self,
@@ -179,13 +185,16 @@ class MemoryWrites:
         *,
         related: str | None = None,
         is_deleted: bool = False,
+        happened: str | None = None,
     ) -> None:
+        """One history row: recorded at `stamp`, happened at `happened` (the message's date;
+        the same as `stamp` for a change made through the API)."""
         self.db.execute(
             "INSERT INTO history (id, memory_id, old_memory, new_memory, event, related_memory_id,"
-            " created_at, updated_at, is_deleted, actor_id, role, written_by)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " created_at, updated_at, is_deleted, actor_id, role, written_by, happened_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (str(uuid.uuid4()), memory_id, old, new, event, related, stamp, stamp,
-             int(is_deleted), actor_id, role, current_writer()),
+             int(is_deleted), actor_id, role, current_writer(), happened or stamp),
         )  # fmt: skip
 
     def update_memory(

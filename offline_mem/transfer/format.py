@@ -42,7 +42,9 @@ MESSAGE_FIELDS: dict[str, tuple[type, ...]] = {
 # Fields a line may lack (files written by an older offline_mem): read as None.
 OPTIONAL_FIELDS: dict[str, frozenset[str]] = {
     "message": frozenset({"metadata"}),
-    "history": frozenset({"written_by"}),  # exports made before the column existed
+    # exports made before the columns existed (import gives them what migration 011 gives)
+    "memory": frozenset({"valid_from", "valid_to"}),
+    "history": frozenset({"written_by", "happened_at"}),
 }
 ENTITY_FIELDS: dict[str, tuple[type, ...]] = {
     "scope": _STR,
@@ -72,6 +74,8 @@ MEMORY_FIELDS: dict[str, tuple[type, ...]] = {
     "embedder_sha256": _STR,
     "extractor_sha256": _OPT,
     "prompt_version": _OPT,
+    "valid_from": _OPT,
+    "valid_to": _OPT,
     "sources": (list,),
     "entities": (list,),
 }
@@ -88,6 +92,7 @@ HISTORY_FIELDS: dict[str, tuple[type, ...]] = {
     "actor_id": _OPT,
     "role": _OPT,
     "written_by": _OPT,
+    "happened_at": _OPT,
 }
 JOB_FIELDS: dict[str, tuple[type, ...]] = {
     "id": _STR,
@@ -147,6 +152,8 @@ MEMORY_COLUMNS = [
     "embedder_sha256",
     "extractor_sha256",
     "prompt_version",
+    "valid_from",
+    "valid_to",
 ]
 MESSAGE_COLUMNS = list(MESSAGE_FIELDS)
 HISTORY_COLUMNS = list(HISTORY_FIELDS)

@@ -14,6 +14,7 @@ import numpy as np
 from ..store import keyword_index
 from ..store.db import Database
 from ..store.messages import INDEX_STATE_KEY, is_indexed_message, message_embedding_text
+from ..store.migrations import fill_validity
 from ..store.records import keyword_text
 from ..store.store import Store
 from ..values import content_hash
@@ -193,6 +194,7 @@ def bulk_insert(
             ],
         )
         insert_jobs(db, data.rows["job"])
+        fill_validity(db)  # the rows of an export made before validity was recorded
 
 
 def _insert_messages(db: Database, rows: list[dict[str, Any]]) -> dict[str, int]:

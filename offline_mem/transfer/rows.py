@@ -117,8 +117,10 @@ def check_memory(row: dict[str, Any]) -> None:
         raise ValidationError("memory_type must be None or 'procedural_memory'")
     if row["superseded_by"] is not None:
         check_uuid(row["superseded_by"], "superseded_by")
-    for key in ("created_at", "updated_at", "observed_at"):
+    for key in ("created_at", "updated_at", "observed_at", "valid_from", "valid_to"):
         check_timestamp(row[key], key)
+    if row["valid_from"] and row["valid_to"] and row["valid_to"] < row["valid_from"]:
+        raise ValidationError("valid_to is before valid_from")
     expiry = row["expiration_date"]
     if expiry is not None and (len(expiry) > 64 or parse_expiration(expiry) != expiry):
         raise ValidationError(f"expiration_date {expiry[:64]!r} is not as offline_mem writes it")
@@ -172,6 +174,7 @@ def check_history(row: dict[str, Any]) -> None:
             check_text(row[key], key, allow_empty=True)
     check_timestamp(row["created_at"], "created_at")
     check_timestamp(row["updated_at"], "updated_at")
+    check_timestamp(row["happened_at"], "happened_at")
     check_token(row["actor_id"], "actor_id")
     check_role(row["role"], "role")
     if row["written_by"] is not None:

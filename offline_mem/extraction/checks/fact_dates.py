@@ -55,6 +55,7 @@ def correct_fact_date(
     if (
         corrected == fact
         and not written_date.search(fact)
+        and not lexicon.written_period.search(fact)  # "in June 2023" says when already
         and _retells(fact, sources, phrase, lexicon)
     ):
         corrected = f"{fact.rstrip().rstrip('.!')} {phrase}."

@@ -1,0 +1,234 @@
+"""Memory in time: each fact's valid_from and valid_to, reads as of a date, and history that
+keeps when a change happened beside when it was recorded. Fake models; a hand-written timeline
+of one person's moves, jobs and a relationship that ends."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+
+import pytest
+
+from offline_mem.errors import ValidationError
+from offline_mem.extraction.lexicon import ENGLISH
+from offline_mem.extraction.validity import valid_from
+from offline_mem.memory import Memory
+from offline_mem.store.db import Database
+from offline_mem.store.integrity import verify_file
+from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer, changes
+from offline_mem.transfer.export import export_lines
+from offline_mem.transfer.importer import import_data
+from offline_mem.transfer.reader import read_export
+
+LISBON = "User lives in Lisbon."
+NURSE = "User works as a nurse."
+DATING = "User has been dating Tom since 2020."
+PORTO = "User lives in Porto now, not in Lisbon."
+TEACHER = "User works as a teacher now, no longer as a nurse."
+ENDED = "User has stopped dating Tom: they broke up in June 2023."
+
+# (the day it was said, what was said, the fact the model finds in it)
+TIMELINE = [
+    ("2021-03-10", "I live in Lisbon.", LISBON),
+    ("2021-06-01", "I work as a nurse.", NURSE),
+    ("2022-02-15", "I have been dating Tom since 2020.", DATING),
+    ("2022-09-01", "I live in Porto now, not in Lisbon.", PORTO),
+    ("2023-01-20", "I work as a teacher now, no longer as a nurse.", TEACHER),
+    ("2023-07-04", "I have stopped dating Tom, we broke up last month.", ENDED),
+]
+CHANGES = changes((LISBON, PORTO), (NURSE, TEACHER), (DATING, ENDED))
+
+# what was true at the end of each day, as the file knew it then
+EXPECTED = {
+    "2021-01-01": set(),
+    "2021-03-10": {LISBON},
+    "2021-12-31": {LISBON, NURSE},
+    "2022-03-01": {LISBON, NURSE, DATING},
+    "2022-08-31": {LISBON, NURSE, DATING},
+    "2022-09-01": {PORTO, NURSE, DATING},
+    "2023-02-01": {PORTO, TEACHER, DATING},
+    "2023-07-03": {PORTO, TEACHER, DATING},
+    "2023-08-01": {PORTO, TEACHER, ENDED},
+    "2030-01-01": {PORTO, TEACHER, ENDED},
+}
+
+
+def timeline_memory(path) -> Memory:
+    extractor = FakeExtractor(*(answer(fact) for _, _, fact in TIMELINE), still_true=CHANGES)
+    m = Memory({"path": str(path)}, embedder=FakeEmbedder(), extractor=extractor,
+               entities=FakeEntities())  # fmt: skip
+    for day, said, _ in TIMELINE:
+        m.add(said, user_id="lena", timestamp=f"{day}T10:00:00Z")
+    return m
+
+
+def texts(items: list[dict]) -> set[str]:
+    return {item["memory"] for item in items if item.get("kind", "fact") == "fact"}
+
+
+def by_text(m: Memory) -> dict[str, dict]:
+    found = m.get_all(filters={"user_id": "lena"}, include_superseded=True)["results"]
+    return {item["memory"]: item for item in found}
+
+
+@pytest.fixture(scope="module")
+def timeline(tmp_path_factory) -> Memory:
+    return timeline_memory(tmp_path_factory.mktemp("timeline") / "m.db")
+
+
+def test_the_timeline_was_stored_with_its_three_changes(timeline) -> None:
+    stored = by_text(timeline)
+    assert set(stored) == {fact for _, _, fact in TIMELINE}
+    assert {t for t, item in stored.items() if item["state"] == "superseded"} == {
+        LISBON, NURSE, DATING}  # fmt: skip
+
+
+@pytest.mark.parametrize("day", sorted(EXPECTED))
+def test_get_all_as_of_each_date_gives_what_was_true_then(timeline, day) -> None:
+    found = timeline.get_all(filters={"user_id": "lena"}, as_of=day)["results"]
+    assert texts(found) == EXPECTED[day]
+
+
+@pytest.mark.parametrize("day", sorted(EXPECTED))
+def test_search_as_of_each_date_finds_only_what_was_true_and_said_then(timeline, day) -> None:
+    found = timeline.search("Where does she live and work, and with whom?",
+                            filters={"user_id": "lena"}, as_of=day, top_k=50,
+                            threshold=None)["results"]  # fmt: skip
+    assert texts(found) <= EXPECTED[day]
+    limit = f"{day}T23:59:59.999999+00:00"
+    said = [item for item in found if item["kind"] == "message"]
+    assert all(item["observed_at"] <= limit for item in said)
+    # every message said by then can be found: the date filter runs before the ranking
+    assert len(said) == sum(when <= day for when, _, _ in TIMELINE)
+
+
+def test_a_datetime_as_of_is_that_moment_and_a_date_the_end_of_its_day(timeline) -> None:
+    before = datetime(2022, 9, 1, 9, 59, tzinfo=timezone.utc)
+    at = datetime(2022, 9, 1, 10, 0, tzinfo=timezone.utc)
+
+    def true_at(moment: object) -> set[str]:
+        return texts(timeline.get_all(filters={"user_id": "lena"}, as_of=moment)["results"])
+
+    assert PORTO not in true_at(before) and PORTO in true_at(at)
+    assert true_at(date(2022, 9, 1)) == EXPECTED["2022-09-01"]
+
+
+def test_valid_from_and_valid_to(timeline) -> None:
+    stored = by_text(timeline)
+    said = {fact: f"{day}T10:00:00.000000+00:00" for day, _, fact in TIMELINE}
+    assert stored[DATING]["valid_from"] == "2020-01-01T00:00:00.000000+00:00"  # the text's
+    assert stored[ENDED]["valid_from"] == "2023-06-01T00:00:00.000000+00:00"  # "in June 2023"
+    for fact in (LISBON, NURSE, PORTO, TEACHER):
+        assert stored[fact]["valid_from"] == said[fact]  # no date in the text: when said
+    # a fact stops holding when the message that replaced it was said
+    assert stored[LISBON]["valid_to"] == said[PORTO]
+    assert stored[NURSE]["valid_to"] == said[TEACHER]
+    assert stored[DATING]["valid_to"] == said[ENDED]
+    assert all("valid_to" not in stored[fact] for fact in (PORTO, TEACHER, ENDED))
+    assert all(i.get("valid_to", i["valid_from"]) >= i["valid_from"] for i in stored.values())
+
+
+def test_history_keeps_when_a_change_happened_and_when_it_was_recorded(timeline) -> None:
+    lisbon = by_text(timeline)[LISBON]
+    added, superseded = timeline.history(lisbon["id"])
+    assert (added["event"], added["happened_at"]) == ("ADD", "2021-03-10T10:00:00.000000+00:00")
+    assert superseded["event"] == "SUPERSEDE"
+    assert superseded["happened_at"] == "2022-09-01T10:00:00.000000+00:00"
+    assert superseded["created_at"] > "2026"  # recorded when the add ran, today
+
+
+def test_a_fact_said_out_of_order_never_ends_before_it_began(tmp_path) -> None:
+    """Messages added after later ones, with earlier dates: valid_to is clamped to valid_from."""
+    extractor = FakeExtractor(answer(LISBON), answer(PORTO), still_true=changes((LISBON, PORTO)))
+    m = Memory({"path": str(tmp_path / "m.db")}, embedder=FakeEmbedder(), extractor=extractor,
+               entities=FakeEntities())  # fmt: skip
+    m.add("I live in Lisbon.", user_id="lena", timestamp="2023-05-01T00:00:00Z")
+    m.add("I live in Porto now, not in Lisbon.", user_id="lena", timestamp="2020-01-01T00:00:00Z")
+    old = by_text(m)[LISBON]
+    assert old["state"] == "superseded" and old["valid_to"] == old["valid_from"]
+
+
+def test_raw_turns_get_their_date_from_the_text_too(tmp_path) -> None:
+    m = Memory({"path": str(tmp_path / "m.db")}, embedder=FakeEmbedder(), entities=FakeEntities())
+    m.add("I painted that lake sunrise last year!", user_id="u", infer=False,
+          timestamp="2023-05-08T13:56:00Z")  # fmt: skip
+    (item,) = m.get_all(filters={"user_id": "u"})["results"]
+    assert item["valid_from"] == "2022-01-01T00:00:00.000000+00:00"
+    assert item["observed_at"] == "2023-05-08T13:56:00.000000+00:00"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Jon lost his job.", "2023-05-08T13:56:00.000000+00:00"),
+        ("Caroline went to a support group on 7 May 2023.", "2023-05-07T00:00:00.000000+00:00"),
+        ("Melanie painted a sunrise in 2022.", "2022-01-01T00:00:00.000000+00:00"),
+        ("Gina opened her store in March 2021.", "2021-03-01T00:00:00.000000+00:00"),
+        ("Runs since 2016; married in May, 2019.", "2019-05-01T00:00:00.000000+00:00"),
+        ("Arjun is moving to Oslo in May 2024.", "2023-05-08T13:56:00.000000+00:00"),  # a plan
+        ("Nate walks 2022 steps a day.", "2023-05-08T13:56:00.000000+00:00"),  # not a year
+        ("Born on 31 February 2020.", "2023-05-08T13:56:00.000000+00:00"),  # no such day
+    ],
+)
+def test_valid_from_of_a_text(text: str, expected: str) -> None:
+    assert valid_from(text, "2023-05-08T13:56:00.000000+00:00", ENGLISH) == expected
+
+
+def test_as_of_and_reference_date_are_checked(timeline) -> None:
+    for bad in ("yesterday", 12, "2023-13-01"):
+        with pytest.raises(ValidationError):
+            timeline.get_all(filters={"user_id": "lena"}, as_of=bad)
+        with pytest.raises(ValidationError):
+            timeline.search("x", filters={"user_id": "lena"}, reference_date=bad)
+    same = timeline.search("Tom", filters={"user_id": "lena"}, reference_date="2022-03-01")
+    assert same == timeline.search("Tom", filters={"user_id": "lena"}, as_of="2022-03-01")
+
+
+def test_validity_survives_export_and_import_and_an_old_export_gets_its_dates(
+    timeline, tmp_path
+) -> None:
+    lines = list(export_lines(timeline.store.db))
+    target = Memory({"path": str(tmp_path / "b.db")}, embedder=FakeEmbedder(),
+                    entities=FakeEntities())  # fmt: skip
+    import_data(target, read_export(lines))
+    assert by_text(target) == by_text(timeline)
+    assert list(export_lines(target.store.db))[1:] == lines[1:]  # the header has the time
+    # an export written before the columns existed: import gives the message dates
+    old_lines = [_without(line, ("valid_from", "valid_to", "happened_at")) for line in lines]
+    older = Memory({"path": str(tmp_path / "c.db")}, embedder=FakeEmbedder(),
+                   entities=FakeEntities())  # fmt: skip
+    import_data(older, read_export(old_lines))
+    stored = by_text(older)
+    assert stored[DATING]["valid_from"] == "2022-02-15T10:00:00.000000+00:00"  # message date
+    assert stored[LISBON]["valid_to"] == "2022-09-01T10:00:00.000000+00:00"
+    assert texts(older.get_all(filters={"user_id": "lena"}, as_of="2022-08-31")["results"]) == (
+        EXPECTED["2022-08-31"])  # fmt: skip
+
+
+def _without(line: str, keys: tuple[str, ...]) -> str:
+    import json
+
+    row = json.loads(line)
+    return json.dumps({k: v for k, v in row.items() if k not in keys})
+
+
+def test_a_file_from_before_validity_migrates_with_its_messages_dates(tmp_path) -> None:
+    path = tmp_path / "old.db"
+    timeline_memory(path).close()
+    db = Database(str(path))  # back to what schema 10 wrote
+    with db.atomic():
+        db.execute("ALTER TABLE memories DROP COLUMN valid_from")
+        db.execute("ALTER TABLE memories DROP COLUMN valid_to")
+        db.execute("ALTER TABLE history DROP COLUMN happened_at")
+        db.execute("DELETE FROM migrations WHERE name = '011_validity'")
+        db.execute("UPDATE meta SET value = '10' WHERE key = 'schema_version'")
+    db.close()
+    m = Memory({"path": str(path)}, embedder=FakeEmbedder(), entities=FakeEntities())
+    stored = by_text(m)
+    assert stored[DATING]["valid_from"] == "2022-02-15T10:00:00.000000+00:00"
+    assert stored[NURSE]["valid_to"] == "2023-01-20T10:00:00.000000+00:00"
+    for day, expected in EXPECTED.items():
+        assert texts(m.get_all(filters={"user_id": "lena"}, as_of=day)["results"]) == expected
+    added, superseded = m.history(stored[LISBON]["id"])
+    assert added["happened_at"] == "2021-03-10T10:00:00.000000+00:00"
+    assert superseded["happened_at"] == "2022-09-01T10:00:00.000000+00:00"
+    assert verify_file(m.store.db, embedder=m.embedder.identity).ok
