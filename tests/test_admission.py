@@ -37,13 +37,13 @@ MESSAGES = [
 SHOWN = [record(0, "User lives in Lisbon."), record(1, "User has a cat named Mia.")]
 
 
-def run(reply: dict, *, existing_hashes: frozenset[str] = frozenset(), shown=SHOWN):
+def run(reply: dict, *, existing_hashes: dict[str, str] | None = None, shown=SHOWN):
     roles = [m.role for m in MESSAGES]
     facts = read_facts(reply, shown_messages=[1, 2], roles=roles)
     ctx = AdmissionContext(
         messages=MESSAGES, existing_vectors=EMBED.embed_batch([m.text for m in shown]),
-        existing_hashes=existing_hashes, metadata={"k": "v"}, expiration_date="2030-01-01",
-        new_id=iter(f"new-{i}" for i in range(100)).__next__,
+        existing_hashes=existing_hashes or {}, metadata={"k": "v"}, expiration_date="2030-01-01",
+        new_id=iter(f"new-{i}" for i in range(100)).__next__, existing=shown,
     )  # fmt: skip
     vectors = EMBED.embed_batch([f.text for f in facts]) if facts else np.zeros((0, 384))
     return facts, admit(facts, vectors, ctx)
@@ -91,23 +91,46 @@ def test_admission_builds_memory_and_results():
     ]
 
 
-def test_exact_duplicates_against_scope_and_batch():
-    reply = answer("User likes tea.", "User likes tea.", "User likes jazz.")
-    _, out = run(reply, existing_hashes=frozenset({content_hash("User likes jazz.")}))
-    assert [m.text for m in out.memories] == ["User likes tea."]
-    assert out.dropped == [("User likes tea.", "duplicate"), ("User likes jazz.", "duplicate")]
+def test_exact_duplicates_merge_into_the_stored_memory_or_the_batch_s():
+    reply = answer("User likes tea.", (2, "User likes tea."), "User likes jazz.")
+    _, out = run(reply, existing_hashes={content_hash("User likes jazz."): "mem-jazz"})
+    (tea,) = out.memories
+    assert tea.text == "User likes tea." and tea.source_messages == [1, 2]  # said twice
+    (merge,) = out.merges
+    assert (merge.memory_id, merge.text, merge.source_messages) == (
+        "mem-jazz", "User likes jazz.", [1])  # fmt: skip
+    assert merge.happened == "2024-05-01T10:00:00+00:00" and out.dropped == []
+    assert out.results == [
+        {"id": "new-0", "memory": "User likes tea.", "event": "ADD"},
+        {"id": "mem-jazz", "memory": "User likes jazz.", "event": "MERGE",
+         "merged": "User likes jazz."},
+    ]  # fmt: skip
 
 
-def test_near_duplicates_of_existing_memories_and_of_the_batch_are_dropped():
+def test_near_duplicates_merge_into_the_memory_that_says_it_already():
     # FakeEmbedder ignores case and punctuation: these embed identically (similarity 1.0).
     same = "user lives in lisbon"
     _, out = run(answer(same))
-    assert out.memories == [] and out.dropped == [(same, "near duplicate")]
+    assert out.memories == [] and out.dropped == []
+    assert [(m.memory_id, m.text) for m in out.merges] == [("mem-0", same)]
+    assert out.results == [
+        {"id": "mem-0", "memory": "User lives in Lisbon.", "event": "MERGE", "merged": same}
+    ]
     _, out = run(answer(same), shown=[])
-    assert [m.text for m in out.memories] == [same]
-    _, out = run(answer("User likes tea", "user likes TEA!"))
-    assert [m.text for m in out.memories] == ["User likes tea"]
+    assert [m.text for m in out.memories] == [same] and out.merges == []
+    _, out = run(answer("User likes tea", (2, "user likes TEA!")))
+    (tea,) = out.memories
+    assert tea.text == "User likes tea" and tea.source_messages == [1, 2]
+    # two facts of one add that both restate a stored memory: one merge, both sources
+    _, out = run(answer(same, (2, "User lives in Lisbon!")))
+    (merge,) = out.merges
+    assert merge.source_messages == [1, 2] and len(out.results) == 1
     assert 0.9 < NEAR_DUPLICATE_THRESHOLD < 1.0
+
+
+def test_facts_that_differ_in_one_value_both_stay():
+    _, out = run(answer("User lives in Porto."))
+    assert [m.text for m in out.memories] == ["User lives in Porto."] and out.merges == []
 
 
 def test_empty_answer_admits_nothing():

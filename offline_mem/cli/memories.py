@@ -380,6 +380,8 @@ def history(state: CliState, memory_id: str, **scope: Any) -> None:
             change = f"{row['old_memory']} -> {row['new_memory']}"
         elif row["event"] == "SUPERSEDE":
             change = f"{row['old_memory']} (by {row.get('related_memory_id')})"
+        elif row["event"] == "MERGE":
+            change = f"{row['old_memory']} (said again: {row['new_memory']})"
         else:
             change = row["new_memory"] if row["event"] == "ADD" else row["old_memory"]
         by = f"  (by {row['written_by']})" if row.get("written_by") else ""

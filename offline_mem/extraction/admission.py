@@ -5,10 +5,13 @@ Two steps, with the embedding done by the caller in between:
 1. `read_facts` checks the answer item by item (the grammar already guarantees its shape; this
    guards the guarantee): texts trimmed, empty texts dropped, message numbers mapped back to plan
    indexes, anything out of range dropped.
-2. `admit` drops exact duplicates (the MD5 of the text, as Mem0, against the scope's active
+2. `admit` merges exact duplicates (the MD5 of the text, as Mem0, against the scope's active
    memories and the batch) and near-duplicates (cosine similarity of the embeddings at or above
    `NEAR_DUPLICATE_THRESHOLD`, against the scope's memories most similar to the new messages and the
-   batch), and builds the `NewMemory` objects and Mem0-shaped result items.
+   batch) into the memory that says it already: no second memory, but that memory gains the new
+   messages as sources (a MERGE history row for a stored one), so what was said twice is
+   recorded as said twice. It builds the `NewMemory` and `MergedFact` objects and Mem0-shaped
+   result items.
 
 Which old memory a new fact supersedes is not the model's answer: it is asked afterwards, one
 pair at a time (`supersession.py`), and recorded with `Admission.record_supersession`.
@@ -23,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..store.records import MemoryRecord, NewMemory, NewMessage, keyword_text
+from ..store.records import MemoryRecord, MergedFact, NewMemory, NewMessage, keyword_text
 from ..values import content_hash
 
 # all-MiniLM-L6-v2 cosine similarity at or above which two facts say the same thing. Measured on
@@ -49,6 +52,28 @@ class Admission:
     memories: list[NewMemory] = field(default_factory=list)
     results: list[dict[str, Any]] = field(default_factory=list)
     dropped: list[tuple[str, str]] = field(default_factory=list)  # (text, reason)
+    merges: list[MergedFact] = field(default_factory=list)  # into stored memories
+
+    def merge_into_stored(
+        self, memory_id: str, text: str, fact: Fact, ctx: AdmissionContext
+    ) -> None:
+        """`fact` says what stored memory `memory_id` (whose text is `text`) says."""
+        for at, merge in enumerate(self.merges):
+            if merge.memory_id == memory_id:  # a second fact of this add merged into it
+                sources = sorted({*merge.source_messages, *fact.sources})
+                self.merges[at] = replace(merge, source_messages=sources)
+                return
+        self.merges.append(MergedFact(memory_id=memory_id, text=fact.text,
+                                      source_messages=list(fact.sources),
+                                      happened=_latest_date(fact, ctx)))  # fmt: skip
+        self.results.append({"id": memory_id, "memory": text, "event": "MERGE",
+                             "merged": fact.text})  # fmt: skip
+
+    def merge_into_new(self, index: int, fact: Fact) -> None:
+        """`fact` says what memories[index], new in this add, says: it gains the sources."""
+        memory = self.memories[index]
+        sources = sorted({*memory.source_messages, *fact.sources})
+        self.memories[index] = replace(memory, source_messages=sources)
 
     def record_supersession(self, index: int, old: MemoryRecord) -> None:
         """memories[index] supersedes `old`: mark it, and add the SUPERSEDE row after the
@@ -110,33 +135,53 @@ class AdmissionContext:
     messages: Sequence[NewMessage]  # the plan's messages
     # embeddings of the scope's memories most similar to the new messages (`existing_memories`)
     existing_vectors: np.ndarray
-    existing_hashes: frozenset[str]  # hashes of the scope's active memories among the candidates
+    # the scope's active memories with the hash of a candidate fact: hash -> memory id
+    existing_hashes: Mapping[str, str]
     metadata: Mapping[str, Any]
     expiration_date: str | None = None
     new_id: Callable[[], str] = lambda: str(uuid.uuid4())
+    # the memories whose embeddings `existing_vectors` holds, in its order
+    existing: Sequence[MemoryRecord] = ()
 
 
 def admit(facts: Sequence[Fact], vectors: np.ndarray, ctx: AdmissionContext) -> Admission:
-    """Decide which facts become memories; `vectors[i]` is the unit embedding of facts[i]."""
+    """Decide which facts become memories and which merge into one that says the same thing;
+    `vectors[i]` is the unit embedding of facts[i]."""
     out = Admission()
-    kept_hashes: set[str] = set()
+    kept_hashes: dict[str, int] = {}  # hash -> index into out.memories
     kept_vectors: list[np.ndarray] = []
     for fact, vector in zip(facts, vectors, strict=True):
         digest = content_hash(fact.text)
-        if digest in ctx.existing_hashes or digest in kept_hashes:
-            out.dropped.append((fact.text, "duplicate"))
+        if digest in ctx.existing_hashes:
+            out.merge_into_stored(ctx.existing_hashes[digest], fact.text, fact, ctx)
+            continue
+        if digest in kept_hashes:
+            out.merge_into_new(kept_hashes[digest], fact)
             continue
         existing = _similarities(vector, ctx.existing_vectors)
         batch = _similarities(vector, np.asarray(kept_vectors)) if kept_vectors else existing[:0]
-        if max(existing.max(initial=-1.0), batch.max(initial=-1.0)) >= NEAR_DUPLICATE_THRESHOLD:
-            out.dropped.append((fact.text, "near duplicate"))
+        best_existing, best_batch = existing.max(initial=-1.0), batch.max(initial=-1.0)
+        if max(best_existing, best_batch) >= NEAR_DUPLICATE_THRESHOLD:
+            if best_batch >= best_existing:
+                out.merge_into_new(int(batch.argmax()), fact)
+            elif ctx.existing:
+                same = ctx.existing[int(existing.argmax())]
+                out.merge_into_stored(same.id, same.text, fact, ctx)
+            else:  # vectors without their records (a caller that passes none): nothing to cite
+                out.dropped.append((fact.text, "near duplicate"))
             continue
         memory = _new_memory(fact, digest, vector, ctx)
-        kept_hashes.add(digest)
+        kept_hashes[digest] = len(out.memories)
         kept_vectors.append(vector)
         out.memories.append(memory)
         out.results.append({"id": memory.id, "memory": memory.text, "event": "ADD"})
     return out
+
+
+def _latest_date(fact: Fact, ctx: AdmissionContext) -> str | None:
+    stamps = [ctx.messages[i].observed_at for i in fact.sources]
+    known = [s for s in stamps if s is not None]
+    return max(known) if known else None
 
 
 def _similarities(vector: np.ndarray, matrix: np.ndarray) -> np.ndarray:

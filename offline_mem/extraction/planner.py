@@ -174,9 +174,8 @@ def plan_facts(
     vectors = models.embedder.embed_batch([f.text for f in facts] + [r.text for r in old])
     hashes = store.hashes_in_scope(request.scope, [content_hash(f.text) for f in facts])
     context = AdmissionContext(
-        messages=messages, existing_vectors=vectors[len(facts) :],
-        existing_hashes=frozenset(hashes), metadata=request.metadata,
-        expiration_date=request.expiration_date,
+        messages=messages, existing_vectors=vectors[len(facts) :], existing_hashes=hashes,
+        metadata=request.metadata, expiration_date=request.expiration_date, existing=old,
     )  # fmt: skip
     admission = admit(facts, vectors[: len(facts)], context)
     admission.dropped.extend(dropped)
@@ -185,7 +184,8 @@ def plan_facts(
         now_day=day(request.now), instructions=request.instructions,
         names=checks.speakers.every, lexicon=models.lexicon, said=[m.content for m in messages],
     )  # fmt: skip
-    return replace(plan, memories=list(admission.memories)), admission.results, output
+    plan = replace(plan, memories=list(admission.memories), merges=list(admission.merges))
+    return plan, admission.results, output
 
 
 def extraction_groups(messages: Sequence[NewMessage], shown: Sequence[int]) -> list[list[int]]:

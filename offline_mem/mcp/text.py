@@ -87,6 +87,8 @@ def history(rows: Sequence[dict[str, Any]]) -> str:
             change = f"{row['old_memory']} (superseded by {row.get('related_memory_id')})"
         elif event == "ADD":
             change = str(row["new_memory"])
+        elif event == "MERGE":
+            change = f"{row['old_memory']} (said again: {row['new_memory']})"
         else:
             change = str(row["old_memory"])
         lines.append(f"{row['created_at']} {event} {change}")

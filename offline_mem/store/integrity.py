@@ -79,6 +79,11 @@ def _sqlite(c: _Checker) -> None:
     c.problems("sqlite", [f"foreign_key_check: {r[0]} row {r[1]} -> missing {r[2]}" for r in fks])
 
 
+# How far from 1 a stored vector's length may be. The embedders normalise in float32, which
+# leaves it within ~1e-7; a flipped bit in one of its values moves it further (1e-3 let a value
+# changed by 0.03 pass as sound). A flipped sign bit keeps the length and is not seen.
+UNIT_TOLERANCE = 1e-5
+
 ROWS_PER_READ = 2000
 DATE_COLUMNS = {
     "memories": (
@@ -101,7 +106,8 @@ def _rows(c: _Checker) -> None:
     tables = [
         name
         for (name,) in c.db.query(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+            "ORDER BY name"  # a report in the same order whatever order the tables were made
         )
     ]
     for table in tables:
@@ -184,7 +190,7 @@ def _vectors(c: _Checker) -> None:
             continue
         mid, _ = memories[rowid]
         norm = float(np.linalg.norm(np.frombuffer(bytes(blob), dtype=np.float32)))
-        if abs(norm - 1.0) > 1e-3:
+        if abs(norm - 1.0) > UNIT_TOLERANCE:
             details.append(f"memory {mid}'s vector has length {norm:.4f}, not 1")
     c.problems("vectors", details)
 
@@ -212,7 +218,7 @@ def _message_vectors(c: _Checker) -> None:
         if not indexed:
             details.append(f"message {mid} is a system or empty message but has a vector")
         norm = float(np.linalg.norm(np.frombuffer(bytes(blob), dtype=np.float32)))
-        if abs(norm - 1.0) > 1e-3:
+        if abs(norm - 1.0) > UNIT_TOLERANCE:
             details.append(f"message {mid}'s vector has length {norm:.4f}, not 1")
     if complete:
         details += [
@@ -357,7 +363,7 @@ def vector_value_problems(kind: str, rows: Iterable[tuple[int, bytes]]) -> list[
             details.append(f"{kind} vector row {rowid} holds a NaN or an infinity")
             continue
         norm = float(np.linalg.norm(vector))
-        if abs(norm - 1.0) > 1e-3:
+        if abs(norm - 1.0) > UNIT_TOLERANCE:
             details.append(f"{kind} vector row {rowid} has length {norm:.4f}, not 1")
     return details
 

@@ -210,7 +210,7 @@ class JobQueue:
             results = json.loads(text)
             for item in results:
                 if isinstance(item, dict) and item.get("id") == memory.id:
-                    for key in ("memory", "old_memory", "previous_memory"):
+                    for key in ("memory", "old_memory", "previous_memory", "merged"):
                         if key in item:
                             item[key] = None
             self.db.execute(

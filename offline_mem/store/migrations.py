@@ -391,7 +391,36 @@ def _m011_validity(db: Database, ctx: MigrationContext) -> None:
     # it was recorded. A file from before gets its messages' dates (its texts are not re-read).
     db.execute("ALTER TABLE memories ADD COLUMN valid_from TEXT")
     db.execute("ALTER TABLE memories ADD COLUMN valid_to TEXT")
-    db.execute("ALTER TABLE history ADD COLUMN happened_at TEXT")
+    # History gains happened_at and the MERGE event (a fact said again in other words): SQLite
+    # cannot change a CHECK, so the table is made anew and its rows copied, rowids kept.
+    db.execute(
+        """CREATE TABLE history_011 (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            memory_id TEXT NOT NULL,
+            old_memory TEXT,
+            new_memory TEXT,
+            event TEXT NOT NULL
+                CHECK (event IN ('ADD', 'UPDATE', 'DELETE', 'SUPERSEDE', 'MERGE')),
+            related_memory_id TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT,
+            is_deleted INTEGER NOT NULL DEFAULT 0,
+            actor_id TEXT,
+            role TEXT,
+            written_by TEXT,
+            happened_at TEXT
+        )"""
+    )
+    db.execute(
+        "INSERT INTO history_011 (rowid, id, memory_id, old_memory, new_memory, event, "
+        "related_memory_id, created_at, updated_at, is_deleted, actor_id, role, written_by) "
+        "SELECT rowid, id, memory_id, old_memory, new_memory, event, related_memory_id, "
+        "created_at, updated_at, is_deleted, actor_id, role, written_by FROM history"
+    )
+    db.execute("DROP TABLE history")
+    db.execute("ALTER TABLE history_011 RENAME TO history")
+    db.execute("CREATE INDEX history_memory ON history(memory_id, rowid)")
     fill_validity(db)
 
 

@@ -124,15 +124,18 @@ class StoreReads:
         )
         return [MessageRecord(*row) for row in rows]
 
-    def hashes_in_scope(self, scope: Scope, hashes: Sequence[str]) -> set[str]:
+    def hashes_in_scope(self, scope: Scope, hashes: Sequence[str]) -> dict[str, str]:
+        """Which of these content hashes an active memory of exactly this scope has: hash -> the
+        id of one such memory (the oldest)."""
         if not hashes:
-            return set()
+            return {}
         marks = ", ".join("?" for _ in hashes)
         rows = self.db.query(
-            f"SELECT hash FROM memories WHERE scope = ? AND state = 'active' AND hash IN ({marks})",
+            f"SELECT hash, id FROM memories WHERE scope = ? AND state = 'active' "
+            f"AND hash IN ({marks}) ORDER BY rowid DESC",
             (scope.key, *hashes),
         )
-        return {row[0] for row in rows}
+        return dict(rows)
 
     def counts(self) -> dict[str, int]:
         tables = ("memories", "memory_vectors", "message_vectors", "keyword_docs",

@@ -34,8 +34,8 @@ class MemoryRecord:
     updated_at: str | None
     observed_at: str | None
     expiration_date: str | None
-    valid_from: str | None  # when the fact became true (validity.py); None only in a bare row
-    valid_to: str | None  # when a later fact superseded it; None while it holds
+    valid_from: str | None = None  # when the fact became true (extraction/validity.py)
+    valid_to: str | None = None  # when a later fact superseded it; None while it holds
 
     COLUMNS = (
         "rowid, id, text, hash, user_id, agent_id, run_id, metadata, role, actor_id, "
@@ -199,6 +199,17 @@ class NewMemory:
 
 
 @dataclass(frozen=True)
+class MergedFact:
+    """A new fact that says what an active memory of the scope already says: no memory is
+    stored for it; the memory gains its messages as sources and a MERGE history row."""
+
+    memory_id: str
+    text: str  # the new wording
+    source_messages: list[int]  # indexes into AddPlan.messages
+    happened: str | None = None  # its messages' date
+
+
+@dataclass(frozen=True)
 class AddPlan:
     """Everything one `add` writes, applied by the store in one transaction. Each step that
     adds to a plan (vectors, keyword terms, entities) makes a new one with `replace`."""
@@ -209,3 +220,4 @@ class AddPlan:
     embedder_sha256: str
     extractor_sha256: str | None = None
     prompt_version: str | None = None
+    merges: list[MergedFact] = field(default_factory=list)

@@ -174,7 +174,7 @@ class Store:
     def sources(self, memory_rowid: int) -> list[MessageRecord]:
         return self.reads.sources(memory_rowid)
 
-    def hashes_in_scope(self, scope: Scope, hashes: Sequence[str]) -> set[str]:
+    def hashes_in_scope(self, scope: Scope, hashes: Sequence[str]) -> dict[str, str]:
         return self.reads.hashes_in_scope(scope, hashes)
 
     def find_message(self, message_id: str) -> StoredMessage | None:

@@ -47,6 +47,7 @@ class MemoryWrites:
             seqs: list[int | None] = list(self._insert_messages(plan, now))
             for memory in plan.memories:
                 self._insert_memory(plan, memory, seqs, now)
+            self._merge(plan, seqs, now)
             if job is not None:
                 self.jobs.insert_job(plan.scope, job, iso(now))
         return [m.id for m in plan.memories]
@@ -63,6 +64,7 @@ class MemoryWrites:
             seqs = [found[m.id].seq if m.id in found else None for m in plan.messages]
             for memory in plan.memories:
                 self._insert_memory(plan, memory, seqs, now)
+            self._merge(plan, seqs, now)
             self.jobs.mark_job_done(claim, results)
         return True
 
@@ -134,6 +136,30 @@ class MemoryWrites:
                       happened=happened)  # fmt: skip
         for old_id in memory.supersedes:
             self._supersede(old_id, memory.id, stamp, happened)
+
+    def _merge(self, plan: AddPlan, seqs: Sequence[int | None], now: datetime) -> None:
+        """Each merged fact's messages become sources of the memory that said it already, with a
+        MERGE history row (old_memory: its text, new_memory: the new wording). A memory deleted
+        or superseded since the extraction read it gains nothing."""
+        stamp = iso(now)
+        for merge in plan.merges:
+            row = self.db.query_one(
+                "SELECT rowid, text, actor_id, role FROM memories "
+                "WHERE id = ? AND scope = ? AND state = 'active'",
+                (merge.memory_id, plan.scope.key),
+            )
+            if row is None:
+                continue
+            rowid, text, actor_id, role = row
+            for index in merge.source_messages:
+                if seqs[index] is not None:
+                    self.db.execute(
+                        "INSERT OR IGNORE INTO provenance (memory_rowid, message_seq) "
+                        "VALUES (?, ?)",
+                        (rowid, seqs[index]),
+                    )
+            self._history(merge.memory_id, text, merge.text, "MERGE", stamp, actor_id, role,
+                          happened=merge.happened)  # fmt: skip
 
     def _write_index_rows(
         self, rowid: int, user_id: str | None, vector: np.ndarray, terms: Sequence[str]

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ValidationError
+from ..store.integrity import UNIT_TOLERANCE
 from ..timeutil import iso, parse_datetime, parse_expiration
 from ..validation import (
     MAX_ID_CHARS,
@@ -28,9 +29,8 @@ from ..validation import (
 )
 
 MEMORY_STATES = ("active", "superseded")
-HISTORY_EVENTS = ("ADD", "UPDATE", "DELETE", "SUPERSEDE")
+HISTORY_EVENTS = ("ADD", "UPDATE", "DELETE", "SUPERSEDE", "MERGE")
 MEMORY_TYPES = (None, "procedural_memory")
-UNIT_TOLERANCE = 1e-3  # as `verify`: float32 vectors normalised by the embedder
 
 
 def check_uuid(value: str, name: str) -> str:

@@ -1,0 +1,87 @@
+"""A fact said again in other words merges into the memory that says it already: no second
+memory; the memory gains the new message as a source and a MERGE history row. Fake models
+(FakeEmbedder ignores case and punctuation, so the paraphrases below embed as their originals)."""
+
+from __future__ import annotations
+
+from offline_mem.memory import Memory
+from offline_mem.store.integrity import verify_file
+from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer
+from offline_mem.transfer.export import export_lines
+from offline_mem.transfer.importer import import_data
+from offline_mem.transfer.reader import read_export
+
+KEEN = "User is keen on counseling."
+AGAIN = "user is KEEN on counseling!"  # the same fact in other words (similarity 1.0 here)
+PORTO = "User lives in Porto."
+LISBON = "User lives in Lisbon."  # differs in one value: never merged
+
+
+def memory(path, *script, async_mode: bool = False) -> Memory:
+    return Memory({"path": str(path), "async_mode": async_mode}, embedder=FakeEmbedder(),
+                  extractor=FakeExtractor(*script), entities=FakeEntities())  # fmt: skip
+
+
+def test_a_paraphrase_merges_into_the_stored_memory(tmp_path) -> None:
+    m = memory(tmp_path / "m.db", answer(KEEN), answer(AGAIN))
+    first = m.add("I am keen on counseling.", user_id="lena", timestamp="2023-05-08T10:00:00Z")
+    (added,) = first["results"]
+    out = m.add("Counseling, I am keen on it!", user_id="lena", timestamp="2023-06-01T10:00:00Z")
+    assert out["results"] == [
+        {"id": added["id"], "memory": KEEN, "event": "MERGE", "merged": AGAIN}
+    ]
+    (stored,) = m.get_all(filters={"user_id": "lena"})["results"]
+    assert stored["id"] == added["id"] and stored["memory"] == KEEN
+    (found,) = m.search("counseling", filters={"user_id": "lena"}, include_sources=True,
+                        include_messages=False)["results"]  # fmt: skip
+    assert [s["content"] for s in found["sources"]] == [
+        "I am keen on counseling.", "Counseling, I am keen on it!"]  # fmt: skip
+    add, merge = m.history(added["id"])
+    assert add["event"] == "ADD"
+    assert (merge["event"], merge["old_memory"], merge["new_memory"]) == ("MERGE", KEEN, AGAIN)
+    assert merge["happened_at"] == "2023-06-01T10:00:00.000000+00:00"
+    assert verify_file(m.store.db, embedder=m.embedder.identity).ok
+
+
+def test_facts_that_differ_in_one_value_are_not_merged(tmp_path) -> None:
+    m = memory(tmp_path / "m.db", answer(LISBON), answer(PORTO))
+    m.add("I live in Lisbon.", user_id="lena")
+    out = m.add("I live in Porto too.", user_id="lena")
+    assert [r["event"] for r in out["results"]] == ["ADD"]
+    assert {i["memory"] for i in m.get_all(filters={"user_id": "lena"})["results"]} == {
+        LISBON, PORTO}  # fmt: skip
+
+
+def test_another_scope_s_memory_is_never_merged_into(tmp_path) -> None:
+    m = memory(tmp_path / "m.db", answer(KEEN), answer(AGAIN))
+    m.add("I am keen on counseling.", user_id="lena")
+    out = m.add("I am keen on counseling!", user_id="oskar")
+    assert [r["event"] for r in out["results"]] == ["ADD"]
+    assert len(m.get_all(filters={"user_id": "oskar"})["results"]) == 1
+
+
+def test_a_queued_add_merges_too_and_a_deleted_memory_takes_its_merges_text(tmp_path) -> None:
+    m = memory(tmp_path / "m.db", answer(KEEN), answer(AGAIN), async_mode=True)
+    m.add("I am keen on counseling.", user_id="lena")
+    m.add("Counseling, I am keen on it!", user_id="lena")
+    m.flush(timeout=60)
+    (stored,) = m.get_all(filters={"user_id": "lena"})["results"]
+    assert [h["event"] for h in m.history(stored["id"])] == ["ADD", "MERGE"]
+    m.delete(stored["id"])
+    rows = m.store.db.query("SELECT old_memory, new_memory FROM history")
+    assert all(old is None and new is None for old, new in rows)
+    jobs = " ".join(r[0] for r in m.store.db.query("SELECT results FROM jobs"))
+    assert "counseling" not in jobs.lower()  # the done jobs' results kept ids and events only
+
+
+def test_merges_survive_export_and_import(tmp_path) -> None:
+    m = memory(tmp_path / "m.db", answer(KEEN), answer(AGAIN))
+    m.add("I am keen on counseling.", user_id="lena")
+    m.add("Counseling, I am keen on it!", user_id="lena")
+    lines = list(export_lines(m.store.db))
+    target = Memory({"path": str(tmp_path / "b.db")}, embedder=FakeEmbedder(),
+                    entities=FakeEntities())  # fmt: skip
+    import_data(target, read_export(lines))
+    (stored,) = target.get_all(filters={"user_id": "lena"})["results"]
+    assert [h["event"] for h in target.history(stored["id"])] == ["ADD", "MERGE"]
+    assert len(target.store.sources(target.store.get(stored["id"]).rowid)) == 2
