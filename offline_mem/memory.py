@@ -195,7 +195,7 @@ class Memory:
         distinct = sorted(set(texts.values()))
         terms = {
             text: analysis.terms
-            for text, analysis in zip(distinct, self.analyzer.analyze_batch(distinct), strict=True)
+            for text, analysis in zip(distinct, self.analyzer.analyze_terms(distinct), strict=True)
         }
         return [
             replace(m, vector=known[texts[m.id]], terms=terms[texts[m.id]]) if m.id in texts else m
@@ -212,7 +212,7 @@ class Memory:
             for batch in self.store.pending_message_batches():
                 texts = [text for _, _, text in batch]
                 vectors = self.embedder.embed_batch(texts)
-                terms = [a.terms for a in self.analyzer.analyze_batch(texts)]
+                terms = [a.terms for a in self.analyzer.analyze_terms(texts)]
                 rows = [(seq, user) for seq, user, _ in batch]
                 self.store.index_messages(rows, vectors, terms)
             self.store.mark_message_index("complete")

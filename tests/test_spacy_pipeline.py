@@ -35,6 +35,7 @@ from offline_mem.pinned.nlp import SpacyAnalyzer
 from offline_mem.pinned.spacy_pipeline import load_spacy
 folder, texts = Path(sys.argv[1]), json.loads(sys.argv[2])
 analyzer, entities = SpacyAnalyzer(folder), SpacyEntities("en_core_web_sm")
+message_terms = [a.terms for a in analyzer.analyze_terms(texts)]
 first_query = [analyzer.analyze_query(t).terms for t in texts]
 mentions_query = [[m.name for m in entities.extract_query(t)] for t in texts]
 before = list(load_spacy(folder, entities=False).pipe_names)
@@ -42,6 +43,7 @@ terms = [a.terms for a in analyzer.analyze_batch(texts)]
 found = [[(m.name, m.kind) for m in ms] for ms in entities.extract_batch(texts)]
 nlp = load_spacy(folder)
 grown = {"before": before, "after": list(nlp.pipe_names), "terms": terms, "found": found,
+         "message_terms": message_terms,
          "query_terms": first_query, "query_mentions": mentions_query,
          "ents": [[(e.text, e.label_, e.start_char) for e in nlp(t).ents] for t in texts],
          "tokens": [[(t.text, t.whitespace_, t.lemma_, t.pos_, t.tag_, t.is_stop, t.like_num)
@@ -72,5 +74,6 @@ def test_a_pipeline_grown_for_a_write_equals_one_loaded_whole(tmp_path: Path) ->
     assert grown["tokens"] == reference["tokens"]
     assert grown["tokenizer_config"] == {"@tokenizers": "offline_mem.blank_tokenizer.v1"}
     assert grown["query_terms"] == grown["terms"]  # a query analyses as a write does
+    assert grown["message_terms"] == grown["terms"]  # and a stored message, without entities
     assert any(found for found in grown["found"])
     assert "Hospital São João" in [name for name, _ in grown["found"][0]]

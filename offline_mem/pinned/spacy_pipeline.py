@@ -72,9 +72,15 @@ def parse(
 ) -> list[Any]:
     """spaCy docs for the texts, parsed once: keyword analysis and entity extraction of the same
     write (or query) ask for the same texts, and a small LRU cache serves the second ask.
-    `query=True` runs the pipeline without QUERY_SKIPS (its docs carry no `ents`)."""
+    `query=True` runs the pipeline without QUERY_SKIPS (its docs carry no `ents`), or takes a
+    whole doc of the text from the cache (the same tokens, lemmas and tags)."""
+
+    def key(text: str) -> tuple[int, bool, str]:
+        whole = (id(nlp), False, text)
+        return whole if query and whole in _DOCS else (id(nlp), query, text)
+
     with _DOCS_LOCK:
-        missing = [t for t in dict.fromkeys(texts) if (id(nlp), query, t) not in _DOCS]
+        missing = [t for t in dict.fromkeys(texts) if key(t) not in _DOCS]
         parsed = (
             _without(nlp, missing, QUERY_SKIPS)
             if query
@@ -84,8 +90,8 @@ def parse(
             _DOCS[(id(nlp), query, text)] = doc
         docs = []
         for text in texts:
-            _DOCS.move_to_end((id(nlp), query, text))
-            docs.append(_DOCS[(id(nlp), query, text)])
+            _DOCS.move_to_end(key(text))
+            docs.append(_DOCS[key(text)])
         while len(_DOCS) > MAX_CACHED_DOCS:
             _DOCS.popitem(last=False)
         return docs

@@ -98,7 +98,7 @@ def _message_terms(memory: Any, rows: list[dict[str, Any]]) -> dict[str, list[st
     """Keyword terms of the indexed messages, by message id (of the text their vector is of)."""
     indexed = [r for r in rows if is_indexed_message(r["role"], r["content"])]
     texts = [message_embedding_text(r.get("name"), r["content"]) for r in indexed]
-    analyses = memory.analyzer.analyze_batch(texts)
+    analyses = memory.analyzer.analyze_terms(texts)
     return {r["id"]: a.terms for r, a in zip(indexed, analyses, strict=True)}
 
 
