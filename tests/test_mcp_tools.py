@@ -74,3 +74,13 @@ def test_the_texts_carry_ids_scores_and_dates(tools: MemoryTools) -> None:
     assert history[1].endswith("UPDATE Swims every Tuesday -> Swims every Thursday")
     assert tools.search_memory("kayak", filters={"user_id": "nobody"}).text == "no memories found"
     assert tools.list_memories(user_id="nobody").text == "no memories"
+
+
+def test_search_and_list_take_as_of(tools: MemoryTools) -> None:
+    said = [{"role": "user", "content": "Owns a red kayak", "timestamp": "2023-05-08T10:00:00Z"}]
+    tools.add_memory(None, said, infer=False)
+    assert tools.list_memories(as_of="2023-05-07").data["results"] == []
+    listed = tools.list_memories(as_of="2023-05-08").data["results"]
+    assert [item["memory"] for item in listed] == ["Owns a red kayak"]
+    assert tools.search_memory("kayak", as_of="2023-05-07").data["results"] == []
+    assert tools.search_memory("kayak", as_of="2023-05-08").data["results"]

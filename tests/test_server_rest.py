@@ -77,6 +77,22 @@ def test_search_takes_filters_or_mem0s_deprecated_top_level_ids(api: httpx.Clien
     assert [m["content"] for m in messages["results"]] == ["My cat is Tom"]
 
 
+def test_as_of_reads_what_was_true_then(api: httpx.Client) -> None:
+    said = {"role": "user", "content": "My dog is Rex", "timestamp": "2023-05-08T10:00:00Z"}
+    api.post("/memories", json={"messages": [said], "user_id": "erin", "infer": False})
+    before = {"user_id": "erin", "as_of": "2023-05-07"}
+    assert api.get("/memories", params=before).json()["results"] == []
+    after = api.get("/memories", params={"user_id": "erin", "as_of": "2023-05-08"}).json()
+    assert [item["memory"] for item in after["results"]] == ["My dog is Rex"]
+    found = api.post("/search", json={"query": "dog", **before}).json()["results"]
+    assert found == []
+    mem0 = api.post("/search", json={"query": "dog", "user_id": "erin",
+                                     "reference_date": "2023-05-09"}).json()["results"]  # fmt: skip
+    assert [item["memory"] for item in mem0] == ["My dog is Rex"]
+    bad = api.get("/memories", params={"user_id": "erin", "as_of": "soon"})
+    assert bad.status_code == 400 and bad.json()["error"] == "ValidationError"
+
+
 def test_scoped_routes_refuse_another_scopes_ids(api: httpx.Client) -> None:
     [added] = api.post("/memories", json={"messages": "I run marathons", "user_id": "erin",
                                           "infer": False}).json()["results"]  # fmt: skip
