@@ -5,6 +5,7 @@
 - every memory (active or superseded) has exactly one vector row and one keyword_docs row (in its
   user's partition), its scope key matches its ids, and its history starts with one ADD row;
 - no orphans: vectors, keyword docs and postings, entity links, provenance, unlinked entities;
+- a message's vector is its own or linked to a memory made from it, never both;
 - keyword statistics (df per term, docs and total length per partition, each doc's length) equal
   what the postings and docs imply;
 - an entity link never crosses scopes.
@@ -50,7 +51,15 @@ def _message_vector_violations(db: Database, found: list[str]) -> None:
     its user's partition); no other message vector or document exists. (Written with the
     message, so no pending state here.)"""
     messages = _rows(db, "SELECT seq, id, user_id, role, content FROM messages")
-    vectors = Counter(row[0] for row in _rows(db, "SELECT rowid FROM message_vectors"))
+    # own or linked to its raw memory's vector (migration 012): one of the two, never both
+    vectors = Counter(row[0] for row in _rows(db, "SELECT rowid FROM message_vector_values"))
+    unsourced = _rows(
+        db,
+        "SELECT l.message_seq FROM message_vector_links l WHERE NOT EXISTS (SELECT 1 FROM "
+        "provenance p WHERE p.message_seq = l.message_seq AND p.memory_rowid = l.memory_rowid)",
+    )
+    if unsourced:
+        found.append(f"message vectors linked to a memory not made from them: {unsourced[:5]}")
     docs = dict(_rows(db, "SELECT message_seq, partition FROM message_keyword_docs"))
     known = set()
     for seq, mid, user, role, content in messages:

@@ -4,7 +4,8 @@ Checks: SQLite's own integrity and foreign-key checks; every memory row (active 
 exactly one vector row and one keyword document in its user's partition; no vector, keyword,
 entity-link or provenance row points at a missing memory, message or entity; the keyword
 statistics (document lengths, document frequencies, partition totals) agree with the postings;
-every vector is unit-length; every indexed message has a vector and a keyword document, and the
+every vector is unit-length; every indexed message has a vector (its own, or linked to the one
+of the raw memory made from it) and a keyword document, and the
 messages' keyword index is as sound as the memories'; the schema version and the
 embedder pinned in `meta` match this offline_mem and the configured embedder, and every memory
 was written by the pinned embedder; every stored vector is finite and of unit length; no
@@ -188,8 +189,11 @@ def _message_vectors(c: _Checker) -> None:
     }
     details = []
     seen = set()
-    for seq, blob in c.db.query("SELECT rowid, embedding FROM message_vectors"):
+    for seq, blob in c.db.query(f"SELECT rowid, embedding FROM {_message_vector_values(c)}"):
         seq = int(seq)
+        if seq in seen:
+            details.append(f"message vector row {seq} is both its own and linked to a memory's")
+            continue
         seen.add(seq)
         if seq not in messages:
             details.append(f"message vector row {seq} belongs to no message (orphan)")
@@ -206,7 +210,31 @@ def _message_vectors(c: _Checker) -> None:
             for seq, (mid, _, indexed) in messages.items()
             if indexed and seq not in seen
         ]
+    details += _unsourced_links(c)
     c.problems("message vectors", details)
+
+
+def _message_vector_values(c: _Checker) -> str:
+    """Every message's vector, own or linked to its raw memory's (migration 012), or the own
+    ones alone in a file from before it."""
+    found = c.db.query_one(
+        "SELECT 1 FROM sqlite_master WHERE type = 'view' AND name = 'message_vector_values'"
+    )
+    return "message_vectors" if found is None else "message_vector_values"
+
+
+def _unsourced_links(c: _Checker) -> list[str]:
+    """A message shares the vector of a memory made from it (provenance), no other."""
+    if _message_vector_values(c) == "message_vectors":
+        return []
+    return [
+        f"message vector row {seq} is linked to memory row {rowid}, not made from it"
+        for seq, rowid in c.db.query(
+            "SELECT l.message_seq, l.memory_rowid FROM message_vector_links l WHERE NOT EXISTS "
+            "(SELECT 1 FROM provenance p WHERE p.message_seq = l.message_seq "
+            "AND p.memory_rowid = l.memory_rowid)"
+        )
+    ]
 
 
 def _keyword_rows(c: _Checker) -> None:

@@ -2,10 +2,12 @@
 the facts stays retrievable (`Memory.search`, `Memory.search_messages`).
 
 `MessageIndex` is the `Store`'s part for them. Vectors live in `message_vectors` (rowid =
-messages.seq; a large user's are held in memory by `message_vector_cache`), keyword rows in the
-messages' own BM25 index (keyword_index.MESSAGE_KEYWORDS); both are written in the same
-transaction as their message. Files created before the index existed are filled by `Memory`
-when it opens (`pending_message_batches` / `index_messages`), tracked by meta `message_vectors`.
+messages.seq) or, for a message whose raw memory holds the same vector, in that memory's row
+through `message_vector_links` (read both as `message_vector_values`; a large user's are held
+in memory by `message_vector_cache`); keyword rows in the messages' own BM25 index
+(keyword_index.MESSAGE_KEYWORDS). Both are written in the same transaction as their message.
+Files created before the index existed are filled by `Memory` when it opens
+(`pending_message_batches` / `index_messages`), tracked by meta `message_vectors`.
 """
 
 from __future__ import annotations
@@ -134,9 +136,19 @@ class MessageIndex:
             self.db, seq, keyword_index.partition_of(user_id), terms, MESSAGE_KEYWORDS
         )
 
+    def link_message_vector(self, seq: int, memory_rowid: int) -> None:
+        """The message's vector is the memory's, byte for byte (a raw add): a link, not a copy.
+        Call inside the transaction that inserts both."""
+        self.db.execute(
+            "INSERT INTO message_vector_links (message_seq, memory_rowid) VALUES (?, ?)",
+            (seq, memory_rowid),
+        )
+
     def delete_message_index(self, seqs: Sequence[int]) -> None:
-        """The messages' vectors and keyword rows."""
-        self.db.executemany("DELETE FROM message_vectors WHERE rowid = ?", [(s,) for s in seqs])
+        """The messages' vectors (own or linked) and keyword rows."""
+        rows = [(s,) for s in seqs]
+        self.db.executemany("DELETE FROM message_vector_links WHERE message_seq = ?", rows)
+        self.db.executemany("DELETE FROM message_vectors WHERE rowid = ?", rows)
         for seq in seqs:
             keyword_index.unindex(self.db, seq, MESSAGE_KEYWORDS)
 
@@ -170,7 +182,9 @@ class MessageIndex:
                 yield batch
 
     def _message_indexed(self, seq: int) -> bool:
-        has_vector = self.db.query_one("SELECT 1 FROM message_vectors WHERE rowid = ?", (seq,))
+        has_vector = self.db.query_one(
+            f"SELECT 1 FROM {MESSAGE_VECTORS.values} WHERE rowid = ?", (seq,)
+        )
         has_terms = self.db.query_one(
             f"SELECT 1 FROM {MESSAGE_KEYWORDS.docs} WHERE {MESSAGE_KEYWORDS.key} = ?", (seq,)
         )
@@ -237,7 +251,7 @@ class MessageIndex:
 
     def message_similarities(self, vector: np.ndarray, seqs: Sequence[int]) -> dict[int, float]:
         """Cosine similarity of the query to the given messages' vectors."""
-        return point_similarities(self.db, "message_vectors", vector, seqs)
+        return point_similarities(self.db, MESSAGE_VECTORS.values, vector, seqs)
 
     def _messages_in_scope(self, seqs: Sequence[int], where: str, params: list[str]) -> set[int]:
         if not seqs:

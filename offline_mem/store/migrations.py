@@ -6,7 +6,7 @@ Each migration runs once, inside the opening transaction, and is recorded in `mi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..values import content_hash
@@ -385,6 +385,76 @@ def _m010_history_writer(db: Database, ctx: MigrationContext) -> None:
     db.execute("ALTER TABLE history ADD COLUMN written_by TEXT")
 
 
+def _m012_shared_message_vectors(db: Database, ctx: MigrationContext) -> None:
+    # A raw memory and its source message have the same text, so the same vector: the message
+    # keeps a link to the memory's vector row instead of a second copy (1.6 KB of the ~5.6 KB a
+    # raw memory cost; docs/storage.md). `message_vector_values` is every message's vector,
+    # own or linked: readers use it, writers the two tables (messages.py).
+    db.execute(
+        """CREATE TABLE message_vector_links (
+            message_seq INTEGER PRIMARY KEY REFERENCES messages(seq),
+            memory_rowid INTEGER NOT NULL REFERENCES memory_vectors(rowid)
+        )"""
+    )
+    db.execute("CREATE INDEX message_vector_links_memory ON message_vector_links(memory_rowid)")
+    db.execute(
+        "CREATE VIEW message_vector_values (rowid, embedding) AS "
+        "SELECT rowid, embedding FROM message_vectors UNION ALL "
+        "SELECT l.message_seq, v.embedding FROM message_vector_links l "
+        "JOIN memory_vectors v ON v.rowid = l.memory_rowid"
+    )
+    # A memory vector that a message shares is copied to the message before it changes or
+    # goes, whichever write path does it: a link never names a vector it does not hold.
+    unshare = (
+        "INSERT INTO message_vectors (rowid, embedding) SELECT message_seq, OLD.embedding "
+        "FROM message_vector_links WHERE memory_rowid = OLD.rowid; "
+        "DELETE FROM message_vector_links WHERE memory_rowid = OLD.rowid;"
+    )
+    db.execute(
+        "CREATE TRIGGER memory_vectors_unshare_delete BEFORE DELETE ON memory_vectors "
+        f"BEGIN {unshare} END"
+    )
+    db.execute(
+        "CREATE TRIGGER memory_vectors_unshare_update BEFORE UPDATE OF embedding ON memory_vectors "
+        f"BEGIN {unshare} END"
+    )
+    # A link added or removed changes the message's vector as far as a cache knows.
+    log = "INSERT INTO message_vector_changes (partition, message_seq) VALUES"
+    partition = "(SELECT coalesce(user_id, '') FROM messages WHERE seq = {row}.message_seq)"
+    db.execute(
+        "CREATE TRIGGER message_vector_links_insert AFTER INSERT ON message_vector_links BEGIN "
+        f"{log} ({partition.format(row='NEW')}, NEW.message_seq); END"
+    )
+    db.execute(
+        "CREATE TRIGGER message_vector_links_delete AFTER DELETE ON message_vector_links BEGIN "
+        f"{log} ({partition.format(row='OLD')}, OLD.message_seq); END"
+    )
+    share_message_vectors(db)
+
+
+def share_message_vectors(db: Database, seqs: Sequence[int] | None = None) -> int:
+    """Replace the own vector of each message (of `seqs`, or all) that a memory citing it holds
+    byte for byte by a link to that memory's row; returns how many. Used by the migration and
+    by import (a raw add links at once: writes.py)."""
+    where = "" if seqs is None else f"AND v.rowid IN ({', '.join('?' for _ in seqs)})"
+    params = [] if seqs is None else [int(s) for s in seqs]
+    db.execute(
+        "INSERT INTO message_vector_links (message_seq, memory_rowid) "
+        "SELECT v.rowid, min(mv.rowid) FROM message_vectors v "
+        "JOIN provenance p ON p.message_seq = v.rowid "
+        "JOIN memory_vectors mv ON mv.rowid = p.memory_rowid AND mv.embedding = v.embedding "
+        f"WHERE 1 {where} GROUP BY v.rowid",
+        params,
+    )
+    linked = db.execute(
+        "DELETE FROM message_vectors WHERE rowid IN "
+        f"(SELECT l.message_seq FROM message_vector_links l JOIN message_vectors v "
+        f"ON v.rowid = l.message_seq WHERE 1 {where})",
+        params,
+    ).rowcount
+    return int(linked)
+
+
 Migration = Callable[[Database, MigrationContext], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -398,6 +468,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("008_vectors_by_row", _m008_vectors_by_row),
     ("009_message_hashes", _m009_message_hashes),
     ("010_history_writer", _m010_history_writer),
+    ("012_shared_message_vectors", _m012_shared_message_vectors),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -28,6 +28,20 @@ from .records import AddPlan, MemoryRecord, NewMemory
 from .writer import current_writer
 
 
+def shared_vectors(plan: AddPlan) -> dict[int, int]:
+    """Message index -> index of a memory that cites it and holds its vector byte for byte (a
+    raw add of a message without a name): the message links to that memory's vector."""
+    shared: dict[int, int] = {}
+    for number, memory in enumerate(plan.memories):
+        for index in memory.source_messages:
+            vector = plan.messages[index].vector
+            if index in shared or vector is None:
+                continue
+            if vector_blob(vector) == vector_blob(memory.vector):
+                shared[index] = number
+    return shared
+
+
 class MemoryWrites:
     def __init__(
         self, db: Database, reads: StoreReads, messages: MessageIndex, jobs: JobQueue
@@ -43,10 +57,13 @@ class MemoryWrites:
         """Write messages, memories and everything attached to them, and the extraction job of
         an async add when given; returns the new memories' ids."""
         now = now or utc_now()
+        sharing = shared_vectors(plan)
         with self.db.atomic():
-            seqs: list[int | None] = list(self._insert_messages(plan, now))
-            for memory in plan.memories:
-                self._insert_memory(plan, memory, seqs, now)
+            seqs: list[int | None] = list(self._insert_messages(plan, now, set(sharing)))
+            for number, memory in enumerate(plan.memories):
+                rowid = self._insert_memory(plan, memory, seqs, now)
+                for index in (i for i, m in sharing.items() if m == number):
+                    self.messages.link_message_vector(int(seqs[index] or 0), rowid)
             if job is not None:
                 self.jobs.insert_job(plan.scope, job, iso(now))
         return [m.id for m in plan.memories]
@@ -66,7 +83,8 @@ class MemoryWrites:
             self.jobs.mark_job_done(claim, results)
         return True
 
-    def _insert_messages(self, plan: AddPlan, now: datetime) -> list[int]:
+    def _insert_messages(self, plan: AddPlan, now: datetime, linked: set[int]) -> list[int]:
+        """Insert the messages; those of `linked` get their vector as a link afterwards."""
         last = self.db.query_one("SELECT max(created_at) FROM messages")[0]
         moment = now
         seqs = []
@@ -90,7 +108,7 @@ class MemoryWrites:
                  content_hash(message.content), stamp, message.observed_at, metadata),
             )  # fmt: skip
             seqs.append(cursor.lastrowid)
-            if message.vector is not None:
+            if message.vector is not None and len(seqs) - 1 not in linked:
                 self.messages.insert_message_vector(
                     cursor.lastrowid, plan.scope.user_id, message.vector
                 )
@@ -102,7 +120,8 @@ class MemoryWrites:
 
     def _insert_memory(
         self, plan: AddPlan, memory: NewMemory, seqs: Sequence[int | None], now: datetime
-    ) -> None:
+    ) -> int:
+        """Insert a memory and everything attached to it; returns its rowid."""
         scope = plan.scope
         stamp = iso(now)
         cursor = self.db.execute(
@@ -131,6 +150,7 @@ class MemoryWrites:
         self._history(memory.id, None, memory.text, "ADD", stamp, memory.actor_id, memory.role)
         for old_id in memory.supersedes:
             self._supersede(old_id, memory.id, stamp)
+        return rowid
 
     def _write_index_rows(
         self, rowid: int, user_id: str | None, vector: np.ndarray, terms: Sequence[str]
@@ -266,13 +286,15 @@ class MemoryWrites:
             )
             self._history(record.id, None, None, "DELETE", stamp, record.actor_id,
                           record.role, is_deleted=True)  # fmt: skip
+            # The messages first: a vector they share with the memory is then not copied
+            # to them on its way out (migration 012's trigger).
+            self._delete_messages(verbatim)
             self.db.execute("DELETE FROM memory_vectors WHERE rowid = ?", (record.rowid,))
             keyword_index.unindex(self.db, record.rowid)
             # entity_links and provenance go with the row (ON DELETE CASCADE)
             self.db.execute("DELETE FROM memories WHERE rowid = ?", (record.rowid,))
             if not whole_scope:
                 self.jobs.forget_job_results(record)
-                self._delete_messages(verbatim)
         self._drop_unlinked_entities()
 
     def _verbatim_sources(self, record: MemoryRecord) -> list[int]:
@@ -316,11 +338,11 @@ class MemoryWrites:
                     params,
                 )
             ]
-            self._delete_rows(records, stamp, whole_scope=True)
             seqs = [
                 row[0] for row in self.db.query(f"SELECT seq FROM messages WHERE {where}", params)
             ]
-            self.messages.delete_message_index(seqs)
+            self.messages.delete_message_index(seqs)  # before the vectors they may share
+            self._delete_rows(records, stamp, whole_scope=True)
             self.db.execute(f"DELETE FROM messages WHERE {where}", params)
             self.jobs.delete_jobs(scope)
         return len(records)
@@ -328,8 +350,9 @@ class MemoryWrites:
     def reset(self) -> None:
         """Remove every memory, message, entity, history row and job; the schema and meta stay."""
         with self.db.atomic():
-            for table in ("provenance", "entity_links", "entities", "memory_vectors",
-                          "message_vectors", "message_keyword_postings", "message_keyword_terms",
+            for table in ("provenance", "entity_links", "entities", "message_vector_links",
+                          "memory_vectors", "message_vectors", "message_keyword_postings",
+                          "message_keyword_terms",
                           "message_keyword_docs", "message_keyword_partitions",
                           "keyword_postings", "keyword_terms", "keyword_docs", "keyword_partitions",
                           "memories", "messages", "history"):  # fmt: skip
