@@ -123,25 +123,31 @@ class MessageIndex:
             self.db.execute("DELETE FROM messages WHERE seq = ?", (seq,))
         return found
 
-    def insert_message_vector(self, seq: int, user_id: str | None, vector: np.ndarray) -> None:
-        """Call inside the transaction that inserts the message."""
-        self.db.execute(
-            "INSERT INTO message_vectors (rowid, embedding) VALUES (?, ?)",
-            (seq, vector_blob(vector)),
+    def insert_message_vector(self, seq: int, vector: np.ndarray) -> None:
+        """The message's vector, or a link to the vector of a memory made from it that holds the
+        same bytes (a raw add: one copy, not two). Call inside the transaction that inserts the
+        message, after the memories made from it."""
+        blob = vector_blob(vector)
+        same = self.db.query_one(
+            "SELECT p.memory_rowid FROM provenance p JOIN memory_vectors v "
+            "ON v.rowid = p.memory_rowid WHERE p.message_seq = ? AND v.embedding = ? "
+            "ORDER BY p.memory_rowid LIMIT 1",
+            (seq, blob),
         )
+        if same is not None:
+            self.db.execute(
+                "INSERT INTO message_vector_links (message_seq, memory_rowid) VALUES (?, ?)",
+                (seq, same[0]),
+            )
+        else:
+            self.db.execute(
+                "INSERT INTO message_vectors (rowid, embedding) VALUES (?, ?)", (seq, blob)
+            )
 
     def insert_message_terms(self, seq: int, user_id: str | None, terms: Sequence[str]) -> None:
         """Call inside the transaction that inserts the message."""
         keyword_index.index_terms(
             self.db, seq, keyword_index.partition_of(user_id), terms, MESSAGE_KEYWORDS
-        )
-
-    def link_message_vector(self, seq: int, memory_rowid: int) -> None:
-        """The message's vector is the memory's, byte for byte (a raw add): a link, not a copy.
-        Call inside the transaction that inserts both."""
-        self.db.execute(
-            "INSERT INTO message_vector_links (message_seq, memory_rowid) VALUES (?, ?)",
-            (seq, memory_rowid),
         )
 
     def delete_message_index(self, seqs: Sequence[int]) -> None:
@@ -202,7 +208,7 @@ class MessageIndex:
                 exists = self.db.query_one("SELECT 1 FROM messages WHERE seq = ?", (seq,))
                 if exists is not None:
                     self.delete_message_index([seq])
-                    self.insert_message_vector(seq, user_id, vector)
+                    self.insert_message_vector(seq, vector)
                     self.insert_message_terms(seq, user_id, words)
 
     def mark_message_index(self, state: str) -> None:

@@ -6,7 +6,7 @@ Each migration runs once, inside the opening transaction, and is recorded in `mi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..values import content_hash
@@ -432,25 +432,18 @@ def _m012_shared_message_vectors(db: Database, ctx: MigrationContext) -> None:
     share_message_vectors(db)
 
 
-def share_message_vectors(db: Database, seqs: Sequence[int] | None = None) -> int:
-    """Replace the own vector of each message (of `seqs`, or all) that a memory citing it holds
-    byte for byte by a link to that memory's row; returns how many. Used by the migration and
-    by import (a raw add links at once: writes.py)."""
-    where = "" if seqs is None else f"AND v.rowid IN ({', '.join('?' for _ in seqs)})"
-    params = [] if seqs is None else [int(s) for s in seqs]
+def share_message_vectors(db: Database) -> int:
+    """Replace the own vector of each message that a memory made from it holds byte for byte by
+    a link to that memory's row; returns how many (new writes link at once: messages.py)."""
     db.execute(
         "INSERT INTO message_vector_links (message_seq, memory_rowid) "
         "SELECT v.rowid, min(mv.rowid) FROM message_vectors v "
         "JOIN provenance p ON p.message_seq = v.rowid "
         "JOIN memory_vectors mv ON mv.rowid = p.memory_rowid AND mv.embedding = v.embedding "
-        f"WHERE 1 {where} GROUP BY v.rowid",
-        params,
+        "GROUP BY v.rowid"
     )
     linked = db.execute(
-        "DELETE FROM message_vectors WHERE rowid IN "
-        f"(SELECT l.message_seq FROM message_vector_links l JOIN message_vectors v "
-        f"ON v.rowid = l.message_seq WHERE 1 {where})",
-        params,
+        "DELETE FROM message_vectors WHERE rowid IN (SELECT message_seq FROM message_vector_links)"
     ).rowcount
     return int(linked)
 

@@ -28,20 +28,6 @@ from .records import AddPlan, MemoryRecord, NewMemory
 from .writer import current_writer
 
 
-def shared_vectors(plan: AddPlan) -> dict[int, int]:
-    """Message index -> index of a memory that cites it and holds its vector byte for byte (a
-    raw add of a message without a name): the message links to that memory's vector."""
-    shared: dict[int, int] = {}
-    for number, memory in enumerate(plan.memories):
-        for index in memory.source_messages:
-            vector = plan.messages[index].vector
-            if index in shared or vector is None:
-                continue
-            if vector_blob(vector) == vector_blob(memory.vector):
-                shared[index] = number
-    return shared
-
-
 class MemoryWrites:
     def __init__(
         self, db: Database, reads: StoreReads, messages: MessageIndex, jobs: JobQueue
@@ -57,13 +43,14 @@ class MemoryWrites:
         """Write messages, memories and everything attached to them, and the extraction job of
         an async add when given; returns the new memories' ids."""
         now = now or utc_now()
-        sharing = shared_vectors(plan)
         with self.db.atomic():
-            seqs: list[int | None] = list(self._insert_messages(plan, now, set(sharing)))
-            for number, memory in enumerate(plan.memories):
-                rowid = self._insert_memory(plan, memory, seqs, now)
-                for index in (i for i, m in sharing.items() if m == number):
-                    self.messages.link_message_vector(int(seqs[index] or 0), rowid)
+            seqs: list[int | None] = list(self._insert_messages(plan, now))
+            for memory in plan.memories:
+                self._insert_memory(plan, memory, seqs, now)
+            # After the memories: a raw memory's message links to its vector (same bytes).
+            for message, seq in zip(plan.messages, seqs, strict=True):
+                if message.vector is not None and seq is not None:
+                    self.messages.insert_message_vector(seq, message.vector)
             if job is not None:
                 self.jobs.insert_job(plan.scope, job, iso(now))
         return [m.id for m in plan.memories]
@@ -83,8 +70,8 @@ class MemoryWrites:
             self.jobs.mark_job_done(claim, results)
         return True
 
-    def _insert_messages(self, plan: AddPlan, now: datetime, linked: set[int]) -> list[int]:
-        """Insert the messages; those of `linked` get their vector as a link afterwards."""
+    def _insert_messages(self, plan: AddPlan, now: datetime) -> list[int]:
+        """Insert the messages and their keyword rows (their vectors come after the memories)."""
         last = self.db.query_one("SELECT max(created_at) FROM messages")[0]
         moment = now
         seqs = []
@@ -108,10 +95,6 @@ class MemoryWrites:
                  content_hash(message.content), stamp, message.observed_at, metadata),
             )  # fmt: skip
             seqs.append(cursor.lastrowid)
-            if message.vector is not None and len(seqs) - 1 not in linked:
-                self.messages.insert_message_vector(
-                    cursor.lastrowid, plan.scope.user_id, message.vector
-                )
             if message.terms is not None:
                 self.messages.insert_message_terms(
                     cursor.lastrowid, plan.scope.user_id, message.terms
@@ -120,8 +103,7 @@ class MemoryWrites:
 
     def _insert_memory(
         self, plan: AddPlan, memory: NewMemory, seqs: Sequence[int | None], now: datetime
-    ) -> int:
-        """Insert a memory and everything attached to it; returns its rowid."""
+    ) -> None:
         scope = plan.scope
         stamp = iso(now)
         cursor = self.db.execute(
@@ -150,7 +132,6 @@ class MemoryWrites:
         self._history(memory.id, None, memory.text, "ADD", stamp, memory.actor_id, memory.role)
         for old_id in memory.supersedes:
             self._supersede(old_id, memory.id, stamp)
-        return rowid
 
     def _write_index_rows(
         self, rowid: int, user_id: str | None, vector: np.ndarray, terms: Sequence[str]
