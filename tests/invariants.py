@@ -6,8 +6,8 @@
   user's partition), its scope key matches its ids, and its history starts with one ADD row;
 - no orphans: vectors, keyword docs and postings, entity links, provenance, unlinked entities;
 - a message's vector is its own or linked to a memory made from it, never both;
-- keyword statistics (df per term, docs and total length per partition, each doc's length) equal
-  what the postings and docs imply;
+- keyword statistics (df per term, docs and total length per partition, each doc's length and
+  listed terms) equal what the postings and docs imply;
 - an entity link never crosses scopes.
 
 `logical_state(db)` is what a user can observe (memories, history events, messages), for
@@ -102,6 +102,23 @@ def _message_vector_violations(db: Database, found: list[str]) -> None:
             found.append(f"{what}: {rows[:5]}")
 
 
+def _listed_terms_violations(db: Database, found: list[str]) -> None:
+    """Each keyword doc lists exactly its postings' terms (its delete finds them by the list)."""
+    for docs, postings, key in (("keyword_docs", "keyword_postings", "memory_rowid"),
+                                ("message_keyword_docs", "message_keyword_postings",
+                                 "message_seq")):  # fmt: skip
+        held: dict[int, set[str]] = {}
+        for rowid, term in _rows(db, f"SELECT {key}, term FROM {postings}"):
+            held.setdefault(rowid, set()).add(term)
+        wrong = [
+            rowid
+            for rowid, terms in _rows(db, f"SELECT {key}, terms FROM {docs}")
+            if sorted(json.loads(terms)) != sorted(held.get(rowid, set()))
+        ]
+        if wrong:
+            found.append(f"{docs} listing other terms than their postings: {wrong[:5]}")
+
+
 def violations(db: Database) -> list[str]:
     """Every broken invariant of the file, as readable lines (empty when sound)."""
     found: list[str] = []
@@ -148,6 +165,7 @@ def violations(db: Database) -> list[str]:
 
     expect_none("orphan vectors", sorted(set(vectors) - set(by_rowid)))
     _message_vector_violations(db, found)
+    _listed_terms_violations(db, found)
     expect_none("orphan keyword_docs", sorted(set(docs) - set(by_rowid)))
     expect_none(
         "orphan or misplaced postings",

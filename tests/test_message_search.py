@@ -145,7 +145,7 @@ def test_a_file_from_before_the_index_is_filled_when_opened(tmp_path):
     db.close()
     reopened = open_memory(path)
     assert reopened.store.meta()["message_vectors"] == "complete"
-    assert reopened.store.meta()["schema_version"] == str(SCHEMA_VERSION) == "11"
+    assert reopened.store.meta()["schema_version"] == str(SCHEMA_VERSION) == "12"
     assert contents(reopened.search_messages("cello", filters={"user_id": "u1"})) == [
         "I play the cello"
     ]
@@ -289,7 +289,10 @@ def test_messages_of_a_file_from_before_their_keyword_index_are_indexed_when_ope
         for table in ("message_keyword_postings", "message_keyword_terms",
                       "message_keyword_docs", "message_keyword_partitions"):  # fmt: skip
             db.execute(f"DROP TABLE {table}")
-        db.execute("DELETE FROM migrations WHERE name = '006_message_keywords'")
+        db.execute("ALTER TABLE keyword_docs DROP COLUMN terms")  # and what 013 made
+        db.execute("CREATE INDEX keyword_postings_memory ON keyword_postings(memory_rowid)")
+        db.execute("DELETE FROM migrations WHERE name IN ('006_message_keywords', "
+                   "'013_keyword_terms_in_docs')")  # fmt: skip
         db.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
     db.close()
     reopened = open_memory(path)

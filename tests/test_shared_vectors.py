@@ -219,19 +219,20 @@ def test_migration_012_links_the_copies_and_answers_as_before(tmp_path) -> None:
         sound(memory)
 
 
-def test_a_kill_inside_migration_012_leaves_the_file_as_it_was(tmp_path) -> None:
-    path, want = schema_10_file(tmp_path)
+def kill_inside(path: Path, name: str) -> None:
+    """Open `path` in a child that stops inside migration `name`, before its commit, and kill
+    it there (SIGKILL)."""
     dying = (
         "import sys, time\n"
         f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
         "from offline_mem.store import migrations\n"
-        "step = migrations._m012_shared_message_vectors\n"
+        f"name = {name!r}\n"
+        "at = [n for n, _ in migrations.MIGRATIONS].index(name)\n"
+        "step = migrations.MIGRATIONS[at][1]\n"
         "def stalled(db, ctx):\n"
         "    step(db, ctx)\n"
         "    print('migrated, not committed', flush=True)\n"
         "    time.sleep(60)\n"
-        "name = '012_shared_message_vectors'\n"
-        "at = [n for n, _ in migrations.MIGRATIONS].index(name)\n"
         "migrations.MIGRATIONS[at] = (name, stalled)\n"
         "from test_shared_vectors import open_memory\n"
         "open_memory(sys.argv[1])\n"
@@ -242,6 +243,11 @@ def test_a_kill_inside_migration_012_leaves_the_file_as_it_was(tmp_path) -> None
     assert process.stdout.readline().strip() == "migrated, not committed"
     process.send_signal(signal.SIGKILL)
     process.wait()
+
+
+def test_a_kill_inside_migration_012_leaves_the_file_as_it_was(tmp_path) -> None:
+    path, want = schema_10_file(tmp_path)
+    kill_inside(path, "012_shared_message_vectors")
     db = Database(str(path))
     tables = {r[0] for r in db.query("SELECT name FROM sqlite_master")}
     assert "message_vector_links" not in tables

@@ -14,6 +14,7 @@ provenance, entity link or supersession joins rows of two scopes.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -301,6 +302,22 @@ def _message_keyword_stats(c: _Checker) -> None:
     c.problems("message keyword statistics", _index_stats(c, MESSAGE_KEYWORDS))
 
 
+def _listed_terms(c: _Checker, t: KeywordTables) -> list[str]:
+    """Each doc lists the terms of its postings (a delete finds them by that list)."""
+    held: dict[int, set[str]] = {}
+    for key, term in c.db.query(f"SELECT {t.key}, term FROM {t.postings}"):
+        held.setdefault(int(key), set()).add(term)
+    details = []
+    for key, listed in c.db.query(f"SELECT {t.key}, terms FROM {t.docs}"):
+        try:
+            terms = json.loads(listed)
+        except (TypeError, ValueError):
+            terms = None
+        if not isinstance(terms, list) or set(terms) != held.get(int(key), set()):
+            details.append(f"{t.docs} row {key} lists other terms than its postings hold")
+    return details
+
+
 def _index_stats(c: _Checker, t: KeywordTables) -> list[str]:
     """Lengths, document frequencies and partition totals of index `t` agree with its rows."""
     details = []
@@ -321,6 +338,7 @@ def _index_stats(c: _Checker, t: KeywordTables) -> list[str]:
         f"(SELECT 1 FROM {t.terms} t WHERE t.partition = p.partition AND t.term = p.term)"
     ):
         details.append(f"term {term!r} in partition {partition!r} has postings but no df row")
+    details += _listed_terms(c, t)
     stored = {
         p: (d, n)
         for p, d, n in c.db.query(f"SELECT partition, docs, total_length FROM {t.partitions}")

@@ -432,6 +432,23 @@ def _m012_shared_message_vectors(db: Database, ctx: MigrationContext) -> None:
     share_message_vectors(db)
 
 
+def _m013_keyword_terms_in_docs(db: Database, ctx: MigrationContext) -> None:
+    # A doc's row lists its distinct terms (JSON), so that deleting it finds its postings by
+    # primary key; the index of postings by row, which only deletes read, goes: ~200 bytes a
+    # memory and as much a message (docs/storage.md).
+    for docs, postings, key, index in (
+        ("keyword_docs", "keyword_postings", "memory_rowid", "keyword_postings_memory"),
+        ("message_keyword_docs", "message_keyword_postings", "message_seq",
+         "message_keyword_postings_seq"),
+    ):  # fmt: skip
+        db.execute(f"ALTER TABLE {docs} ADD COLUMN terms TEXT NOT NULL DEFAULT '[]'")
+        db.execute(
+            f"UPDATE {docs} SET terms = (SELECT json_group_array(p.term) FROM {postings} p "
+            f"WHERE p.{key} = {docs}.{key})"
+        )
+        db.execute(f"DROP INDEX {index}")
+
+
 def share_message_vectors(db: Database) -> int:
     """Replace the own vector of each message that a memory made from it holds byte for byte by
     a link to that memory's row; returns how many (new writes link at once: messages.py)."""
@@ -462,6 +479,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("009_message_hashes", _m009_message_hashes),
     ("010_history_writer", _m010_history_writer),
     ("012_shared_message_vectors", _m012_shared_message_vectors),
+    ("013_keyword_terms_in_docs", _m013_keyword_terms_in_docs),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
