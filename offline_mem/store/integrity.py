@@ -85,6 +85,7 @@ ROWS_PER_READ = 2000
 DATE_COLUMNS = {
     "memories": ("created_at", "updated_at", "observed_at", "expiration_date"),
     "messages": ("created_at", "observed_at"),
+    "history": ("created_at", "updated_at"),
 }
 
 
@@ -406,9 +407,10 @@ def _vector_values(c: _Checker) -> None:
 
 
 def _texts(c: _Checker) -> None:
-    """Each memory's text and each message's content still hashes to its `hash`, and each row's
-    scope names its own user, agent and run: SQLite checks a file's structure, never its values,
-    so a changed byte of a text or an owner shows only here."""
+    """Each memory's text and each message's content still hashes to its `hash`, the newest
+    history row of a memory holds its text, and each row's scope names its own user, agent and
+    run: SQLite checks a file's structure, never its values, so a changed byte of a text or an
+    owner shows only here."""
     details = [
         f"memory {mid}'s text does not match its hash"
         for mid, text, digest in c.db.query("SELECT id, text, hash FROM memories")
@@ -418,6 +420,16 @@ def _texts(c: _Checker) -> None:
         f"message {mid}'s content does not match its hash"
         for mid, content, digest in c.db.query("SELECT id, content, hash FROM messages")
         if not _hashes_to(content, digest)
+    ]
+    # Every write of a memory's text adds a history row holding it (ADD, UPDATE, SUPERSEDE):
+    # the newest one holds the memory's text.
+    details += [
+        f"memory {mid}'s newest history row holds another text than the memory"
+        for mid, text, last in c.db.query(
+            "SELECT m.id, m.text, (SELECT h.new_memory FROM history h WHERE h.memory_id = m.id "
+            "ORDER BY h.rowid DESC LIMIT 1) FROM memories m"
+        )
+        if last is not None and last != text
     ]
     for table, kind in (("memories", "memory"), ("messages", "message")):
         details += [
