@@ -5,11 +5,12 @@ exactly one vector row and one keyword document in its user's partition; no vect
 entity-link or provenance row points at a missing memory, message or entity; the keyword
 statistics (document lengths, document frequencies, partition totals) agree with the postings;
 every vector is unit-length; every indexed message has a vector (its own, or linked to the one
-of the raw memory made from it) and a keyword document, and the
-messages' keyword index is as sound as the memories'; the schema version and the
+of the raw memory made from it) and a keyword document, and the messages' keyword index is as
+sound as the memories' (each document lists its postings' terms); the schema version and the
 embedder pinned in `meta` match this offline_mem and the configured embedder, and every memory
-was written by the pinned embedder; every stored vector is finite and of unit length; no
-provenance, entity link or supersession joins rows of two scopes.
+was written by the pinned embedder; every stored vector is finite and of unit length; a
+memory's newest history row holds its text; no provenance, entity link or supersession joins
+rows of two scopes.
 """
 
 from __future__ import annotations

@@ -429,7 +429,7 @@ def _m012_shared_message_vectors(db: Database, ctx: MigrationContext) -> None:
         "CREATE TRIGGER message_vector_links_delete AFTER DELETE ON message_vector_links BEGIN "
         f"{log} ({partition.format(row='OLD')}, OLD.message_seq); END"
     )
-    share_message_vectors(db)
+    _share_message_vectors(db)
 
 
 def _m013_keyword_terms_in_docs(db: Database, ctx: MigrationContext) -> None:
@@ -449,9 +449,9 @@ def _m013_keyword_terms_in_docs(db: Database, ctx: MigrationContext) -> None:
         db.execute(f"DROP INDEX {index}")
 
 
-def share_message_vectors(db: Database) -> int:
+def _share_message_vectors(db: Database) -> None:
     """Replace the own vector of each message that a memory made from it holds byte for byte by
-    a link to that memory's row; returns how many (new writes link at once: messages.py)."""
+    a link to that memory's row (new writes link at once: messages.py)."""
     db.execute(
         "INSERT INTO message_vector_links (message_seq, memory_rowid) "
         "SELECT v.rowid, min(mv.rowid) FROM message_vectors v "
@@ -459,10 +459,9 @@ def share_message_vectors(db: Database) -> int:
         "JOIN memory_vectors mv ON mv.rowid = p.memory_rowid AND mv.embedding = v.embedding "
         "GROUP BY v.rowid"
     )
-    linked = db.execute(
+    db.execute(
         "DELETE FROM message_vectors WHERE rowid IN (SELECT message_seq FROM message_vector_links)"
-    ).rowcount
-    return int(linked)
+    )
 
 
 Migration = Callable[[Database, MigrationContext], None]
