@@ -5,8 +5,9 @@
 - every memory (active or superseded) has exactly one vector row and one keyword_docs row (in its
   user's partition), its scope key matches its ids, and its history starts with one ADD row;
 - no orphans: vectors, keyword docs and postings, entity links, provenance, unlinked entities;
-- keyword statistics (df per term, docs and total length per partition, each doc's length) equal
-  what the postings and docs imply;
+- a message's vector is its own or linked to a memory made from it, never both;
+- keyword statistics (df per term, docs and total length per partition, each doc's length and
+  listed terms) equal what the postings and docs imply;
 - an entity link never crosses scopes.
 
 `logical_state(db)` is what a user can observe (memories, history events, messages), for
@@ -50,7 +51,15 @@ def _message_vector_violations(db: Database, found: list[str]) -> None:
     its user's partition); no other message vector or document exists. (Written with the
     message, so no pending state here.)"""
     messages = _rows(db, "SELECT seq, id, user_id, role, content FROM messages")
-    vectors = Counter(row[0] for row in _rows(db, "SELECT rowid FROM message_vectors"))
+    # own or linked to its raw memory's vector (migration 012): one of the two, never both
+    vectors = Counter(row[0] for row in _rows(db, "SELECT rowid FROM message_vector_values"))
+    unsourced = _rows(
+        db,
+        "SELECT l.message_seq FROM message_vector_links l WHERE NOT EXISTS (SELECT 1 FROM "
+        "provenance p WHERE p.message_seq = l.message_seq AND p.memory_rowid = l.memory_rowid)",
+    )
+    if unsourced:
+        found.append(f"message vectors linked to a memory not made from them: {unsourced[:5]}")
     docs = dict(_rows(db, "SELECT message_seq, partition FROM message_keyword_docs"))
     known = set()
     for seq, mid, user, role, content in messages:
@@ -91,6 +100,23 @@ def _message_vector_violations(db: Database, found: list[str]) -> None:
         rows = _rows(db, sql)
         if rows:
             found.append(f"{what}: {rows[:5]}")
+
+
+def _listed_terms_violations(db: Database, found: list[str]) -> None:
+    """Each keyword doc lists exactly its postings' terms (its delete finds them by the list)."""
+    for docs, postings, key in (("keyword_docs", "keyword_postings", "memory_rowid"),
+                                ("message_keyword_docs", "message_keyword_postings",
+                                 "message_seq")):  # fmt: skip
+        held: dict[int, set[str]] = {}
+        for rowid, term in _rows(db, f"SELECT {key}, term FROM {postings}"):
+            held.setdefault(rowid, set()).add(term)
+        wrong = [
+            rowid
+            for rowid, terms in _rows(db, f"SELECT {key}, terms FROM {docs}")
+            if sorted(json.loads(terms)) != sorted(held.get(rowid, set()))
+        ]
+        if wrong:
+            found.append(f"{docs} listing other terms than their postings: {wrong[:5]}")
 
 
 def violations(db: Database) -> list[str]:
@@ -139,6 +165,7 @@ def violations(db: Database) -> list[str]:
 
     expect_none("orphan vectors", sorted(set(vectors) - set(by_rowid)))
     _message_vector_violations(db, found)
+    _listed_terms_violations(db, found)
     expect_none("orphan keyword_docs", sorted(set(docs) - set(by_rowid)))
     expect_none(
         "orphan or misplaced postings",

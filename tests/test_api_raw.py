@@ -276,7 +276,7 @@ def test_reopen_keeps_data(db_path: str) -> None:
         assert [r["memory"] for r in mem.get_all(filters=U1)["results"]] == ["persistent fact"]
         meta = mem.store.meta()
         assert meta["embedder_dimension"] == "384"
-        assert meta["schema_version"] == "11"
+        assert meta["schema_version"] == "13"
         journal = mem.store.db.query_one("PRAGMA journal_mode")[0]
         assert journal == "wal"
 

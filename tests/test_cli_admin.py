@@ -214,6 +214,20 @@ def test_verify_checks_the_messages_keyword_index(cli: Cli) -> None:
     assert checks["keyword rows"] == [] and checks["message vectors"] == []
 
 
+def test_verify_checks_history_dates_and_the_newest_text(cli: Cli) -> None:
+    ids = populate(cli)
+    db = Database(str(cli.db))
+    db.execute("UPDATE history SET updated_at = '2026-12-05T19#41' WHERE memory_id = ?",
+               (ids["marta"],))  # fmt: skip
+    db.execute("UPDATE history SET new_memory = 'Marta lives in Bergen' WHERE memory_id = ?",
+               (ids["marta"],))  # fmt: skip
+    db.close()
+    report = json.loads(cli.run("--json", "verify").stdout)["checks"]
+    assert [p for p in report["rows"] if "not a date" in p] != []
+    assert report["texts"] == [f"memory {ids['marta']}'s newest history row holds another text "
+                               "than the memory"]  # fmt: skip
+
+
 def test_verify_reports_orphans_and_a_foreign_embedder(cli: Cli, monkeypatch) -> None:
     ids = populate(cli)
     db = Database(str(cli.db))

@@ -125,6 +125,10 @@ def test_a_file_from_before_the_index_is_filled_when_opened(tmp_path):
     # Turn the file back into what schema 1 wrote: no message index, no migrations 002, 003.
     db = Database(str(path))
     with db.atomic():
+        db.execute("DROP VIEW message_vector_values")  # and what migration 012 made
+        db.execute("DROP TABLE message_vector_links")
+        for trigger in ("memory_vectors_unshare_delete", "memory_vectors_unshare_update"):
+            db.execute(f"DROP TRIGGER {trigger}")
         db.execute("DROP TABLE message_vectors")
         for trigger in ("memories_vector_insert", "memories_vector_delete",
                         "memories_vector_update", "vector_changes_prune"):  # fmt: skip
@@ -134,14 +138,14 @@ def test_a_file_from_before_the_index_is_filled_when_opened(tmp_path):
         db.execute("DROP INDEX messages_user")
         db.execute(
             "DELETE FROM migrations WHERE name IN ('002_message_vectors', '003_vector_changes',"
-            " '008_vectors_by_row')"
+            " '008_vectors_by_row', '012_shared_message_vectors')"
         )
         db.execute("DELETE FROM meta WHERE key = 'message_vectors'")
         db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     db.close()
     reopened = open_memory(path)
     assert reopened.store.meta()["message_vectors"] == "complete"
-    assert reopened.store.meta()["schema_version"] == str(SCHEMA_VERSION) == "11"
+    assert reopened.store.meta()["schema_version"] == str(SCHEMA_VERSION) == "13"
     assert contents(reopened.search_messages("cello", filters={"user_id": "u1"})) == [
         "I play the cello"
     ]
@@ -285,7 +289,10 @@ def test_messages_of_a_file_from_before_their_keyword_index_are_indexed_when_ope
         for table in ("message_keyword_postings", "message_keyword_terms",
                       "message_keyword_docs", "message_keyword_partitions"):  # fmt: skip
             db.execute(f"DROP TABLE {table}")
-        db.execute("DELETE FROM migrations WHERE name = '006_message_keywords'")
+        db.execute("ALTER TABLE keyword_docs DROP COLUMN terms")  # and what 013 made
+        db.execute("CREATE INDEX keyword_postings_memory ON keyword_postings(memory_rowid)")
+        db.execute("DELETE FROM migrations WHERE name IN ('006_message_keywords', "
+                   "'013_keyword_terms_in_docs')")  # fmt: skip
         db.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
     db.close()
     reopened = open_memory(path)

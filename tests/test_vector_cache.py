@@ -247,6 +247,32 @@ def test_message_vectors_are_followed_through_their_log(pair) -> None:
     assert held is not None and len(held) == stored == 305 - 2 + 7
 
 
+def test_a_shared_message_vector_is_followed_when_its_memory_changes(pair) -> None:
+    cached, plain = pair
+
+    def found(memory: Memory) -> list[list[tuple[str, float]]]:
+        return [
+            [
+                (h["id"], round(h["score"], 5))
+                for h in memory.search_messages(text, filters={"user_id": "u1"}, top_k=8)["results"]
+            ]
+            for text in ("note 3 of u1 about topic 3", "topic 5", "a new text")
+        ]
+
+    assert found(cached) == found(plain)
+    cache = cached.store.message_vector_cache
+    loads = cache.loads
+    raw = plain.get_all(filters={"user_id": "u1"}, top_k=5)["results"]
+    plain.update(raw[0]["id"], "a new text")  # its message keeps the old vector, as a copy
+    plain.delete(raw[1]["id"])  # the memory and its message
+    assert found(cached) == found(plain)
+    assert cache.loads == loads
+    db = cached.store.db
+    own = db.query_one("SELECT count(*) FROM message_vectors v JOIN messages m ON m.seq = v.rowid "
+                       "WHERE m.user_id = 'u1'")[0]  # fmt: skip
+    assert own == 1 and len(cache.rows("u1") or {}) == 305 - 1
+
+
 def test_a_small_budget_holds_the_most_recent_partition(pair) -> None:
     cached, plain = pair
     cache = VectorCache(cached.store.db, min_rows=1, budget_mb=300 * DIM * 4 * 1.2 / 2**20)

@@ -2,10 +2,13 @@
 
     .venv/bin/python benchmarks/storage/report.py RUNS_DIR benchmarks/results
 
-RUNS_DIR holds `after_<scenario>.json` (this layout), `before_<scenario>.json` (the vec0 layout,
-measured at the commit before migration 008) and `dev_after.json`, where present. Writes
-`storage_scale.json` (every run, its top-10 answers replaced by their comparison with the other
-layout's) and `storage_scale.md`.
+RUNS_DIR holds `after_<scenario>.json` (plain vector rows), `before_<scenario>.json` (the vec0
+layout, measured at the commit before migration 008), `rows_<scenario>.json` and
+`shared_<scenario>.json` (plain rows at f222640, against one vector per raw memory and keyword
+docs that list their terms: migrations 012, 013) and `dev_after.json`, where present. Runs that
+RUNS_DIR lacks keep the figures already in `storage_scale.json`. Writes `storage_scale.json`
+(every run, its top-10 answers replaced by their comparison with the other layout's) and
+`storage_scale.md`.
 """
 
 from __future__ import annotations
@@ -23,17 +26,23 @@ def load(folder: Path, name: str) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def combined(runs: Path) -> dict[str, Any]:
-    """Every run by name, the top-10 lists replaced by the before/after comparison."""
-    out: dict[str, Any] = {}
+def combined(runs: Path, previous: dict[str, Any]) -> dict[str, Any]:
+    """Every run by name, the top-10 lists replaced by the before/after comparison; runs not in
+    `runs` as in `previous`."""
+    out: dict[str, Any] = dict(previous)
     for scenario in ORDER:
-        before, after = load(runs, f"before_{scenario}"), load(runs, f"after_{scenario}")
-        if before and after:
-            after["identical_top10_vs_before"] = same_tops(before, after)
-        for name, run in ((f"{scenario}_before", before), (scenario, after)):
-            if run:
-                run.pop("tops", None)
-                out[name] = run
+        # (file prefix, key) of the earlier layout's run, then of the later one's
+        for (old, old_key), (new, new_key) in (
+            (("before", f"{scenario}_before"), ("after", scenario)),
+            (("rows", f"{scenario}_rows"), ("shared", f"{scenario}_shared")),
+        ):
+            before, after = load(runs, f"{old}_{scenario}"), load(runs, f"{new}_{scenario}")
+            if before and after:
+                after[f"identical_top10_vs_{old}"] = same_tops(before, after)
+            for name, run in ((old_key, before), (new_key, after)):
+                if run:
+                    run.pop("tops", None)
+                    out[name] = run
     dev = load(runs, "dev_after")
     if dev:
         out["dev_bytes"] = dev
@@ -86,9 +95,44 @@ def row(label: str, r: dict[str, Any]) -> str:
     )
 
 
+def shared_section(results: dict[str, Any]) -> list[str]:
+    """Plain rows (f222640) against one vector per raw memory and lean keyword docs (012, 013)."""
+    lines = []
+    for scenario in ORDER:
+        rows, shared = results.get(f"{scenario}_rows"), results.get(f"{scenario}_shared")
+        if not (rows and shared):
+            continue
+        lines += [
+            row(f"{scenario} two vectors ({rows['machine']['commit']})", rows),
+            row(f"{scenario} one vector ({shared['machine']['commit']})", shared),
+        ]
+        lines.append(
+            f"\n{scenario}: {shared['bytes_per_memory']:,.0f} against "
+            f"{rows['bytes_per_memory']:,.0f} bytes a raw memory "
+            f"({shared['bytes_per_memory'] / rows['bytes_per_memory']:.3f}x), search p50 "
+            f"{shared['search_ms_p50'] / rows['search_ms_p50']:.2f}x (CPU time "
+            f"{shared['search_cpu_ms_p50'] / rows['search_cpu_ms_p50']:.2f}x), identical top 10 "
+            f"for {shared['identical_top10_vs_rows']} queries."
+        )
+    if not lines:
+        return []
+    head = [
+        "",
+        "One vector per raw memory (migration 012: a raw memory's message links to the memory's",
+        "vector) and keyword docs that list their terms instead of an index of postings by row",
+        "(013), against the plain rows before them; same scenario, one run after the other:",
+        "",
+        "| run | scopes x memories | file | per memory | per scope | search ms p50 / p95 "
+        "| add ms first / later | delete half + compact |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    return head + lines
+
+
 def main() -> None:
     runs, out = Path(sys.argv[1]), Path(sys.argv[2])
-    results = combined(runs)
+    committed = out / "storage_scale.json"
+    results = combined(runs, json.loads(committed.read_text()) if committed.exists() else {})
     (out / "storage_scale.json").write_text(json.dumps(results, indent=1) + "\n")
     lines = [
         "# Storage at scale",
@@ -125,6 +169,7 @@ def main() -> None:
             "",
             *comparisons,
         ]
+    lines += shared_section(results)
     alternated = results.get("search_alternated")
     if alternated:
         pairs = alternated["runs"]

@@ -54,7 +54,8 @@ def point_similarities(
     db: Database, table: str, vector: np.ndarray, rowids: Sequence[int]
 ) -> dict[int, float]:
     """Cosine similarity of `vector` (unit length) to the stored vectors of the given rows of a
-    vector `table`; rows without a vector, or with a damaged (NaN) one, are left out."""
+    vector `table` (or view: `VectorTable.values`); rows without a vector, or with a damaged
+    (NaN) one, are left out."""
     query = np.asarray(vector, dtype=np.float32)
     found: dict[int, float] = {}
     for start in range(0, len(rowids), POINT_CHUNK):
@@ -103,7 +104,7 @@ def filtered_knn(
     # (`verify` reports it; import refuses it).
     hits = db.query(
         f"SELECT rowid, d FROM (SELECT v.rowid, vec_distance_cosine(v.embedding, ?) AS d"
-        f" FROM {table.vectors} v WHERE v.rowid IN ({allowed_sql}))"
+        f" FROM {table.values} v WHERE v.rowid IN ({allowed_sql}))"
         " WHERE d IS NOT NULL ORDER BY d, rowid LIMIT ?",
         (vector_blob(vector), *allowed_params, int(k)),
     )

@@ -246,6 +246,9 @@ class Database:
         except CorruptFileError:
             conn.close()
             raise
+        except UnicodeDecodeError as exc:  # see _translated
+            conn.close()
+            raise damaged(path, f"SQLite's error names damaged bytes: {exc.object[:80]!r}") from exc
         except self.driver.DatabaseError as exc:
             conn.close()
             if _is_corruption(exc):
@@ -312,6 +315,12 @@ class Database:
             raise
         except self.driver.ProgrammingError:
             raise
+        except UnicodeDecodeError as exc:
+            # The driver could not decode SQLite's error message: it quotes damaged bytes of the
+            # file ("malformed database schema (<damaged name>)").
+            raise CorruptFileError(
+                f"memory file {self.path!r} is corrupted: {exc.object[:80]!r}"
+            ) from exc
         except self.driver.DatabaseError as exc:
             if _is_corruption(exc):
                 raise CorruptFileError(f"memory file {self.path!r} is corrupted: {exc}") from exc

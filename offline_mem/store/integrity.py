@@ -4,15 +4,18 @@ Checks: SQLite's own integrity and foreign-key checks; every memory row (active 
 exactly one vector row and one keyword document in its user's partition; no vector, keyword,
 entity-link or provenance row points at a missing memory, message or entity; the keyword
 statistics (document lengths, document frequencies, partition totals) agree with the postings;
-every vector is unit-length; every indexed message has a vector and a keyword document, and the
-messages' keyword index is as sound as the memories'; the schema version and the
+every vector is unit-length; every indexed message has a vector (its own, or linked to the one
+of the raw memory made from it) and a keyword document, and the messages' keyword index is as
+sound as the memories' (each document lists its postings' terms); the schema version and the
 embedder pinned in `meta` match this offline_mem and the configured embedder, and every memory
-was written by the pinned embedder; every stored vector is finite and of unit length; no
-provenance, entity link or supersession joins rows of two scopes.
+was written by the pinned embedder; every stored vector is finite and of unit length; a
+memory's newest history row holds its text; no provenance, entity link or supersession joins
+rows of two scopes.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -95,7 +98,7 @@ DATE_COLUMNS = {
         "valid_to",
     ),
     "messages": ("created_at", "observed_at"),
-    "history": ("created_at", "happened_at"),
+    "history": ("created_at", "updated_at", "happened_at"),
 }
 
 
@@ -208,8 +211,11 @@ def _message_vectors(c: _Checker) -> None:
     }
     details = []
     seen = set()
-    for seq, blob in c.db.query("SELECT rowid, embedding FROM message_vectors"):
+    for seq, blob in c.db.query(f"SELECT rowid, embedding FROM {_message_vector_values(c)}"):
         seq = int(seq)
+        if seq in seen:
+            details.append(f"message vector row {seq} is both its own and linked to a memory's")
+            continue
         seen.add(seq)
         if seq not in messages:
             details.append(f"message vector row {seq} belongs to no message (orphan)")
@@ -226,7 +232,31 @@ def _message_vectors(c: _Checker) -> None:
             for seq, (mid, _, indexed) in messages.items()
             if indexed and seq not in seen
         ]
+    details += _unsourced_links(c)
     c.problems("message vectors", details)
+
+
+def _message_vector_values(c: _Checker) -> str:
+    """Every message's vector, own or linked to its raw memory's (migration 012), or the own
+    ones alone in a file from before it."""
+    found = c.db.query_one(
+        "SELECT 1 FROM sqlite_master WHERE type = 'view' AND name = 'message_vector_values'"
+    )
+    return "message_vectors" if found is None else "message_vector_values"
+
+
+def _unsourced_links(c: _Checker) -> list[str]:
+    """A message shares the vector of a memory made from it (provenance), no other."""
+    if _message_vector_values(c) == "message_vectors":
+        return []
+    return [
+        f"message vector row {seq} is linked to memory row {rowid}, not made from it"
+        for seq, rowid in c.db.query(
+            "SELECT l.message_seq, l.memory_rowid FROM message_vector_links l WHERE NOT EXISTS "
+            "(SELECT 1 FROM provenance p WHERE p.message_seq = l.message_seq "
+            "AND p.memory_rowid = l.memory_rowid)"
+        )
+    ]
 
 
 def _keyword_rows(c: _Checker) -> None:
@@ -293,6 +323,22 @@ def _message_keyword_stats(c: _Checker) -> None:
     c.problems("message keyword statistics", _index_stats(c, MESSAGE_KEYWORDS))
 
 
+def _listed_terms(c: _Checker, t: KeywordTables) -> list[str]:
+    """Each doc lists the terms of its postings (a delete finds them by that list)."""
+    held: dict[int, set[str]] = {}
+    for key, term in c.db.query(f"SELECT {t.key}, term FROM {t.postings}"):
+        held.setdefault(int(key), set()).add(term)
+    details = []
+    for key, listed in c.db.query(f"SELECT {t.key}, terms FROM {t.docs}"):
+        try:
+            terms = json.loads(listed)
+        except (TypeError, ValueError):
+            terms = None
+        if not isinstance(terms, list) or set(terms) != held.get(int(key), set()):
+            details.append(f"{t.docs} row {key} lists other terms than its postings hold")
+    return details
+
+
 def _index_stats(c: _Checker, t: KeywordTables) -> list[str]:
     """Lengths, document frequencies and partition totals of index `t` agree with its rows."""
     details = []
@@ -313,6 +359,7 @@ def _index_stats(c: _Checker, t: KeywordTables) -> list[str]:
         f"(SELECT 1 FROM {t.terms} t WHERE t.partition = p.partition AND t.term = p.term)"
     ):
         details.append(f"term {term!r} in partition {partition!r} has postings but no df row")
+    details += _listed_terms(c, t)
     stored = {
         p: (d, n)
         for p, d, n in c.db.query(f"SELECT partition, docs, total_length FROM {t.partitions}")
@@ -380,9 +427,10 @@ def _vector_values(c: _Checker) -> None:
 
 
 def _texts(c: _Checker) -> None:
-    """Each memory's text and each message's content still hashes to its `hash`, and each row's
-    scope names its own user, agent and run: SQLite checks a file's structure, never its values,
-    so a changed byte of a text or an owner shows only here."""
+    """Each memory's text and each message's content still hashes to its `hash`, the newest
+    history row of a memory holds its text, and each row's scope names its own user, agent and
+    run: SQLite checks a file's structure, never its values, so a changed byte of a text or an
+    owner shows only here."""
     details = [
         f"memory {mid}'s text does not match its hash"
         for mid, text, digest in c.db.query("SELECT id, text, hash FROM memories")
@@ -392,6 +440,18 @@ def _texts(c: _Checker) -> None:
         f"message {mid}'s content does not match its hash"
         for mid, content, digest in c.db.query("SELECT id, content, hash FROM messages")
         if not _hashes_to(content, digest)
+    ]
+    # Every write of a memory's text adds a history row holding it (ADD, UPDATE, SUPERSEDE):
+    # the newest one holds the memory's text. A MERGE row holds it as old_memory (its
+    # new_memory is the wording said again, which the memory did not take).
+    details += [
+        f"memory {mid}'s newest history row holds another text than the memory"
+        for mid, text, last in c.db.query(
+            "SELECT m.id, m.text, (SELECT CASE h.event WHEN 'MERGE' THEN h.old_memory "
+            "ELSE h.new_memory END FROM history h WHERE h.memory_id = m.id "
+            "ORDER BY h.rowid DESC LIMIT 1) FROM memories m"
+        )
+        if last is not None and last != text
     ]
     for table, kind in (("memories", "memory"), ("messages", "message")):
         details += [

@@ -2,7 +2,8 @@
 
 Tables of the memories' index (all in the memory file, written in the caller's transaction);
 the messages' index has the same four, prefixed `message_` and keyed by `message_seq`:
-  keyword_docs(memory_rowid, partition, length)       one row per indexed memory
+  keyword_docs(memory_rowid, partition, length, terms) one row per indexed memory (its distinct
+                                                      terms as JSON: its postings' keys)
   keyword_postings(partition, term, memory_rowid, tf) the inverted index
   keyword_terms(partition, term, df)                  document frequency per partition
   keyword_partitions(partition, docs, total_length)   N and total length per partition
@@ -93,8 +94,8 @@ def index_terms(
     counts = term_frequencies(terms)
     length = sum(counts.values())
     db.execute(
-        f"INSERT INTO {t.docs} ({t.key}, partition, length) VALUES (?, ?, ?)",
-        (rowid, partition, length),
+        f"INSERT INTO {t.docs} ({t.key}, partition, length, terms) VALUES (?, ?, ?, ?)",
+        (rowid, partition, length, _terms_json(counts)),
     )
     if counts:
         db.executemany(
@@ -114,21 +115,28 @@ def index_terms(
     )
 
 
+def _terms_json(counts: dict[str, int]) -> str:
+    """A doc's distinct terms, as its row keeps them to find its postings when it goes."""
+    return json.dumps(list(counts), ensure_ascii=False, separators=(",", ":"))
+
+
 def unindex(db: Database, rowid: int, t: KeywordTables = MEMORY_KEYWORDS) -> None:
-    row = db.query_one(f"SELECT partition, length FROM {t.docs} WHERE {t.key} = ?", (rowid,))
+    row = db.query_one(f"SELECT partition, length, terms FROM {t.docs} WHERE {t.key} = ?", (rowid,))
     if row is None:
         return
-    partition, length = row
-    terms = [r[0] for r in db.query(
-        f"SELECT term FROM {t.postings} WHERE {t.key} = ?", (rowid,)
-    )]  # fmt: skip
+    partition, length, listed = row
+    terms = json.loads(listed)
     if terms:
         db.executemany(
             f"UPDATE {t.terms} SET df = df - 1 WHERE partition = ? AND term = ?",
             [(partition, term) for term in terms],
         )
         db.execute(f"DELETE FROM {t.terms} WHERE partition = ? AND df <= 0", (partition,))
-        db.execute(f"DELETE FROM {t.postings} WHERE {t.key} = ?", (rowid,))
+        # by primary key: the doc lists its terms (no index of postings by row: migration 013)
+        db.executemany(
+            f"DELETE FROM {t.postings} WHERE partition = ? AND term = ? AND {t.key} = ?",
+            [(partition, term, rowid) for term in terms],
+        )
     db.execute(f"DELETE FROM {t.docs} WHERE {t.key} = ?", (rowid,))
     db.execute(
         f"UPDATE {t.partitions} SET docs = docs - 1, total_length = total_length - ? "

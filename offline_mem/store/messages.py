@@ -2,10 +2,12 @@
 the facts stays retrievable (`Memory.search`, `Memory.search_messages`).
 
 `MessageIndex` is the `Store`'s part for them. Vectors live in `message_vectors` (rowid =
-messages.seq; a large user's are held in memory by `message_vector_cache`), keyword rows in the
-messages' own BM25 index (keyword_index.MESSAGE_KEYWORDS); both are written in the same
-transaction as their message. Files created before the index existed are filled by `Memory`
-when it opens (`pending_message_batches` / `index_messages`), tracked by meta `message_vectors`.
+messages.seq) or, for a message whose raw memory holds the same vector, in that memory's row
+through `message_vector_links` (read both as `message_vector_values`; a large user's are held
+in memory by `message_vector_cache`); keyword rows in the messages' own BM25 index
+(keyword_index.MESSAGE_KEYWORDS). Both are written in the same transaction as their message.
+Files created before the index existed are filled by `Memory` when it opens
+(`pending_message_batches` / `index_messages`), tracked by meta `message_vectors`.
 """
 
 from __future__ import annotations
@@ -123,12 +125,26 @@ class MessageIndex:
             self.db.execute("DELETE FROM messages WHERE seq = ?", (seq,))
         return found
 
-    def insert_message_vector(self, seq: int, user_id: str | None, vector: np.ndarray) -> None:
-        """Call inside the transaction that inserts the message."""
-        self.db.execute(
-            "INSERT INTO message_vectors (rowid, embedding) VALUES (?, ?)",
-            (seq, vector_blob(vector)),
+    def insert_message_vector(self, seq: int, vector: np.ndarray) -> None:
+        """The message's vector, or a link to the vector of a memory made from it that holds the
+        same bytes (a raw add: one copy, not two). Call inside the transaction that inserts the
+        message, after the memories made from it."""
+        blob = vector_blob(vector)
+        same = self.db.query_one(
+            "SELECT p.memory_rowid FROM provenance p JOIN memory_vectors v "
+            "ON v.rowid = p.memory_rowid WHERE p.message_seq = ? AND v.embedding = ? "
+            "ORDER BY p.memory_rowid LIMIT 1",
+            (seq, blob),
         )
+        if same is not None:
+            self.db.execute(
+                "INSERT INTO message_vector_links (message_seq, memory_rowid) VALUES (?, ?)",
+                (seq, same[0]),
+            )
+        else:
+            self.db.execute(
+                "INSERT INTO message_vectors (rowid, embedding) VALUES (?, ?)", (seq, blob)
+            )
 
     def insert_message_terms(self, seq: int, user_id: str | None, terms: Sequence[str]) -> None:
         """Call inside the transaction that inserts the message."""
@@ -137,8 +153,10 @@ class MessageIndex:
         )
 
     def delete_message_index(self, seqs: Sequence[int]) -> None:
-        """The messages' vectors and keyword rows."""
-        self.db.executemany("DELETE FROM message_vectors WHERE rowid = ?", [(s,) for s in seqs])
+        """The messages' vectors (own or linked) and keyword rows."""
+        rows = [(s,) for s in seqs]
+        self.db.executemany("DELETE FROM message_vector_links WHERE message_seq = ?", rows)
+        self.db.executemany("DELETE FROM message_vectors WHERE rowid = ?", rows)
         for seq in seqs:
             keyword_index.unindex(self.db, seq, MESSAGE_KEYWORDS)
 
@@ -172,7 +190,9 @@ class MessageIndex:
                 yield batch
 
     def _message_indexed(self, seq: int) -> bool:
-        has_vector = self.db.query_one("SELECT 1 FROM message_vectors WHERE rowid = ?", (seq,))
+        has_vector = self.db.query_one(
+            f"SELECT 1 FROM {MESSAGE_VECTORS.values} WHERE rowid = ?", (seq,)
+        )
         has_terms = self.db.query_one(
             f"SELECT 1 FROM {MESSAGE_KEYWORDS.docs} WHERE {MESSAGE_KEYWORDS.key} = ?", (seq,)
         )
@@ -190,7 +210,7 @@ class MessageIndex:
                 exists = self.db.query_one("SELECT 1 FROM messages WHERE seq = ?", (seq,))
                 if exists is not None:
                     self.delete_message_index([seq])
-                    self.insert_message_vector(seq, user_id, vector)
+                    self.insert_message_vector(seq, vector)
                     self.insert_message_terms(seq, user_id, words)
 
     def mark_message_index(self, state: str) -> None:
@@ -242,7 +262,7 @@ class MessageIndex:
 
     def message_similarities(self, vector: np.ndarray, seqs: Sequence[int]) -> dict[int, float]:
         """Cosine similarity of the query to the given messages' vectors."""
-        return point_similarities(self.db, "message_vectors", vector, seqs)
+        return point_similarities(self.db, MESSAGE_VECTORS.values, vector, seqs)
 
     def _messages_in_scope(self, seqs: Sequence[int], where: str, params: list[str]) -> set[int]:
         if not seqs:

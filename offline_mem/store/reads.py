@@ -141,4 +141,6 @@ class StoreReads:
         tables = ("memories", "memory_vectors", "message_vectors", "keyword_docs",
                   "keyword_postings", "message_keyword_docs", "message_keyword_postings",
                   "entities", "entity_links", "history", "messages", "provenance")  # fmt: skip
-        return {t: self.db.query_one(f"SELECT count(*) FROM {t}")[0] for t in tables}
+        # A message's vector counts whether it is its own or its raw memory's (migration 012).
+        read = {"message_vectors": "message_vector_values"}
+        return {t: self.db.query_one(f"SELECT count(*) FROM {read.get(t, t)}")[0] for t in tables}

@@ -289,8 +289,8 @@ class Store:
     def mark_message_index(self, state: str) -> None:
         self.messages.mark_message_index(state)
 
-    def insert_message_vector(self, seq: int, user_id: str | None, vector: np.ndarray) -> None:
-        self.messages.insert_message_vector(seq, user_id, vector)
+    def insert_message_vector(self, seq: int, vector: np.ndarray) -> None:
+        self.messages.insert_message_vector(seq, vector)
 
     def insert_message_terms(self, seq: int, user_id: str | None, terms: Sequence[str]) -> None:
         self.messages.insert_message_terms(seq, user_id, terms)

@@ -34,13 +34,16 @@ RELOAD_AFTER_CHANGES = 2_000
 @dataclass(frozen=True)
 class VectorTable:
     """A table of vectors (rowid = its owner's key, one float32 BLOB each), the table of the
-    rows that own them (they carry the scope) and the log of which owners' vectors changed."""
+    rows that own them (they carry the scope) and the log of which owners' vectors changed.
+    `values` is what readers read: the table, or a view that adds vectors shared with another
+    table (a message's, linked to its raw memory's: migration 012)."""
 
     vectors: str
     owner: str
     owner_key: str
     changes: str
     changes_key: str
+    values: str
 
     def partition_clause(self, partition: str, alias: str = "o") -> tuple[str, list[str]]:
         """The owner rows of a partition, through the owner's user_id index."""
@@ -50,11 +53,12 @@ class VectorTable:
 
 
 MEMORY_VECTORS = VectorTable(
-    "memory_vectors", "memories", "rowid", "vector_changes", "memory_rowid"
+    "memory_vectors", "memories", "rowid", "vector_changes", "memory_rowid", "memory_vectors"
 )
 MESSAGE_VECTORS = VectorTable(
-    "message_vectors", "messages", "seq", "message_vector_changes", "message_seq"
-)
+    "message_vectors", "messages", "seq", "message_vector_changes", "message_seq",
+    values="message_vector_values",
+)  # fmt: skip
 
 
 @dataclass
@@ -256,7 +260,7 @@ class VectorCache:
         for rowid in changed:
             row = self.db.query_one(
                 f"SELECT o.user_id, v.embedding FROM {t.owner} o"
-                f" JOIN {t.vectors} v ON v.rowid = o.{t.owner_key} WHERE o.{t.owner_key} = ?",
+                f" JOIN {t.values} v ON v.rowid = o.{t.owner_key} WHERE o.{t.owner_key} = ?",
                 (rowid,),
             )
             if row is None or (row[0] or "") != partition:
@@ -290,7 +294,7 @@ def read_partition(db: Database, t: VectorTable, partition: str) -> tuple[np.nda
     where, params = t.partition_clause(partition)
     rows = db.query(
         f"SELECT o.{t.owner_key}, v.embedding FROM {t.owner} o"
-        f" JOIN {t.vectors} v ON v.rowid = o.{t.owner_key} WHERE {where} ORDER BY o.{t.owner_key}",
+        f" JOIN {t.values} v ON v.rowid = o.{t.owner_key} WHERE {where} ORDER BY o.{t.owner_key}",
         params,
     )
     if not rows:

@@ -47,6 +47,10 @@ class MemoryWrites:
             seqs: list[int | None] = list(self._insert_messages(plan, now))
             for memory in plan.memories:
                 self._insert_memory(plan, memory, seqs, now)
+            # After the memories: a raw memory's message links to its vector (same bytes).
+            for message, seq in zip(plan.messages, seqs, strict=True):
+                if message.vector is not None and seq is not None:
+                    self.messages.insert_message_vector(seq, message.vector)
             self._merge(plan, seqs, now)
             if job is not None:
                 self.jobs.insert_job(plan.scope, job, iso(now))
@@ -69,6 +73,7 @@ class MemoryWrites:
         return True
 
     def _insert_messages(self, plan: AddPlan, now: datetime) -> list[int]:
+        """Insert the messages and their keyword rows (their vectors come after the memories)."""
         last = self.db.query_one("SELECT max(created_at) FROM messages")[0]
         moment = now
         seqs = []
@@ -92,10 +97,6 @@ class MemoryWrites:
                  content_hash(message.content), stamp, message.observed_at, metadata),
             )  # fmt: skip
             seqs.append(cursor.lastrowid)
-            if message.vector is not None:
-                self.messages.insert_message_vector(
-                    cursor.lastrowid, plan.scope.user_id, message.vector
-                )
             if message.terms is not None:
                 self.messages.insert_message_terms(
                     cursor.lastrowid, plan.scope.user_id, message.terms
@@ -301,13 +302,15 @@ class MemoryWrites:
             )
             self._history(record.id, None, None, "DELETE", stamp, record.actor_id,
                           record.role, is_deleted=True)  # fmt: skip
+            # The messages first: a vector they share with the memory is then not copied
+            # to them on its way out (migration 012's trigger).
+            self._delete_messages(verbatim)
             self.db.execute("DELETE FROM memory_vectors WHERE rowid = ?", (record.rowid,))
             keyword_index.unindex(self.db, record.rowid)
             # entity_links and provenance go with the row (ON DELETE CASCADE)
             self.db.execute("DELETE FROM memories WHERE rowid = ?", (record.rowid,))
             if not whole_scope:
                 self.jobs.forget_job_results(record)
-                self._delete_messages(verbatim)
         self._drop_unlinked_entities()
 
     def _verbatim_sources(self, record: MemoryRecord) -> list[int]:
@@ -351,11 +354,11 @@ class MemoryWrites:
                     params,
                 )
             ]
-            self._delete_rows(records, stamp, whole_scope=True)
             seqs = [
                 row[0] for row in self.db.query(f"SELECT seq FROM messages WHERE {where}", params)
             ]
-            self.messages.delete_message_index(seqs)
+            self.messages.delete_message_index(seqs)  # before the vectors they may share
+            self._delete_rows(records, stamp, whole_scope=True)
             self.db.execute(f"DELETE FROM messages WHERE {where}", params)
             self.jobs.delete_jobs(scope)
         return len(records)
@@ -363,8 +366,9 @@ class MemoryWrites:
     def reset(self) -> None:
         """Remove every memory, message, entity, history row and job; the schema and meta stay."""
         with self.db.atomic():
-            for table in ("provenance", "entity_links", "entities", "memory_vectors",
-                          "message_vectors", "message_keyword_postings", "message_keyword_terms",
+            for table in ("provenance", "entity_links", "entities", "message_vector_links",
+                          "memory_vectors", "message_vectors", "message_keyword_postings",
+                          "message_keyword_terms",
                           "message_keyword_docs", "message_keyword_partitions",
                           "keyword_postings", "keyword_terms", "keyword_docs", "keyword_partitions",
                           "memories", "messages", "history"):  # fmt: skip

@@ -149,9 +149,10 @@ def bulk_insert(
     message_vectors: dict[str, np.ndarray] | None = None,
     message_terms: dict[str, list[str]] | None = None,
 ) -> None:
-    """Insert every row of `data` in ONE transaction, with the store's own SQL shapes: messages
-    with their vector, entities, memories with their vector, keyword, provenance and entity
-    rows, then history, then the jobs (queued or failed). `embedder_sha256`, when given,
+    """Insert every row of `data` in ONE transaction, with the store's own SQL shapes: messages,
+    entities, memories with their vector, keyword, provenance and entity rows, the messages'
+    vector (or link to a raw memory's) and keyword rows, then history, then the jobs (queued or
+    failed). `embedder_sha256`, when given,
     replaces each memory's pin (its vector was re-computed). Messages without a vector or
     keyword terms leave the message index marked pending (the next `Memory` to open the file
     fills it). Refuses (and writes nothing) when an id already exists in the target, or when a
@@ -160,23 +161,6 @@ def bulk_insert(
     with store.atomic():
         check_against_target(db, data)
         seqs = _insert_messages(db, data.rows["message"])
-        vectors_of, terms_of = message_vectors or {}, message_terms or {}
-        unindexed = False
-        for row in data.rows["message"]:
-            if not is_indexed_message(row["role"], row["content"]):
-                continue
-            if row["id"] in vectors_of and row["id"] in terms_of:
-                seq = seqs[row["id"]]
-                store.insert_message_vector(seq, row["user_id"], vectors_of[row["id"]])
-                store.insert_message_terms(seq, row["user_id"], terms_of[row["id"]])
-            else:
-                unindexed = True
-        if unindexed:
-            db.execute(
-                "INSERT INTO meta (key, value) VALUES (?, 'pending') "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (INDEX_STATE_KEY,),
-            )
         for row in data.rows["entity"]:
             db.execute(
                 "INSERT INTO entities (scope, name, norm, kind) VALUES (?, ?, ?, ?) "
@@ -185,6 +169,8 @@ def bulk_insert(
             )
         for row, vector, row_terms in zip(data.rows["memory"], vectors, terms, strict=True):
             _insert_memory(db, row, vector, row_terms, seqs, embedder_sha256)
+        # After the memories: a raw memory's message links to its vector (same bytes).
+        _index_messages(store, data.rows["message"], seqs, message_vectors, message_terms)
         marks = ", ".join("?" for _ in HISTORY_COLUMNS)
         db.executemany(
             f"INSERT INTO history ({', '.join(HISTORY_COLUMNS)}) VALUES ({marks})",
@@ -195,6 +181,34 @@ def bulk_insert(
         )
         insert_jobs(db, data.rows["job"])
         fill_validity(db)  # the rows of an export made before validity was recorded
+
+
+def _index_messages(
+    store: Store,
+    rows: list[dict[str, Any]],
+    seqs: dict[str, int],
+    vectors_of: dict[str, np.ndarray] | None,
+    terms_of: dict[str, list[str]] | None,
+) -> None:
+    """The indexed messages' vector and keyword rows; the index is marked pending when some
+    lack them (the next `Memory` to open the file fills it)."""
+    vectors_of, terms_of = vectors_of or {}, terms_of or {}
+    unindexed = False
+    for row in rows:
+        if not is_indexed_message(row["role"], row["content"]):
+            continue
+        if row["id"] in vectors_of and row["id"] in terms_of:
+            seq = seqs[row["id"]]
+            store.insert_message_vector(seq, vectors_of[row["id"]])
+            store.insert_message_terms(seq, row["user_id"], terms_of[row["id"]])
+        else:
+            unindexed = True
+    if unindexed:
+        store.db.execute(
+            "INSERT INTO meta (key, value) VALUES (?, 'pending') "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (INDEX_STATE_KEY,),
+        )
 
 
 def _insert_messages(db: Database, rows: list[dict[str, Any]]) -> dict[str, int]:
