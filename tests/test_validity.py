@@ -8,7 +8,7 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from offline_mem.errors import ValidationError
+from offline_mem.errors import ImportRefusedError, ValidationError
 from offline_mem.extraction.lexicon import ENGLISH
 from offline_mem.extraction.validity import valid_from
 from offline_mem.memory import Memory
@@ -232,3 +232,34 @@ def test_a_file_from_before_validity_migrates_with_its_messages_dates(tmp_path) 
     assert added["happened_at"] == "2021-03-10T10:00:00.000000+00:00"
     assert superseded["happened_at"] == "2022-09-01T10:00:00.000000+00:00"
     assert verify_file(m.store.db, embedder=m.embedder.identity).ok
+
+
+def test_verify_and_import_check_validity_as_the_store_writes_it(timeline, tmp_path) -> None:
+    path = tmp_path / "copy.db"
+    lines = list(export_lines(timeline.store.db))
+    m = Memory({"path": str(path)}, embedder=FakeEmbedder(), entities=FakeEntities())
+    import_data(m, read_export(lines))
+    assert verify_file(m.store.db, embedder=m.embedder.identity).ok
+    with m.store.db.atomic():  # a minute off, as a flipped digit leaves it: still a date
+        m.store.db.execute(
+            "UPDATE memories SET valid_from = replace(valid_from, '10:00:00', '10:03:00') "
+            "WHERE text = ?", (NURSE,),
+        )  # fmt: skip
+        m.store.db.execute("UPDATE memories SET valid_to = NULL WHERE text = ?", (LISBON,))
+    report = verify_file(m.store.db, embedder=m.embedder.identity)
+    assert len(report.problems_of("validity")) == 2, report.problems
+    for bad in ({"valid_from": "2021-06-01T10:03:00.000000+00:00"}, {"valid_to": None}):
+        edited = [_edited(line, NURSE if "valid_from" in bad else LISBON, bad) for line in lines]
+        target = Memory({"path": str(tmp_path / f"t{len(bad)}{id(bad)}.db")},
+                        embedder=FakeEmbedder(), entities=FakeEntities())  # fmt: skip
+        with pytest.raises(ImportRefusedError, match="valid"):
+            import_data(target, read_export(edited))
+
+
+def _edited(line: str, text: str, change: dict) -> str:
+    import json
+
+    row = json.loads(line)
+    if row.get("type") == "memory" and row.get("text") == text:
+        row.update(change)
+    return json.dumps(row)

@@ -88,6 +88,7 @@ def _sqlite(c: _Checker) -> None:
 UNIT_TOLERANCE = 1e-5
 
 ROWS_PER_READ = 2000
+DAY_START = "____-__-__T00:00:00.000000+00:00"  # a LIKE pattern: the start of a day, UTC
 DATE_COLUMNS = {
     "memories": (
         "created_at",
@@ -127,13 +128,39 @@ def _rows(c: _Checker) -> None:
                 )
                 if not _is_date(value)
             ]
-    details += [
-        f"memories row {rowid}: valid_to {end!r} is before valid_from {start!r}"
-        for rowid, start, end in c.db.query(
-            "SELECT rowid, valid_from, valid_to FROM memories WHERE valid_to < valid_from"
-        )
-    ]
     c.problems("rows", details)
+
+
+# A fact's validity as writes.py records it: valid_from is its message's date (else when it was
+# stored) or the start of an earlier day its text names; valid_to is set exactly when it is
+# superseded, to its successor's date (never before valid_from).
+_VALIDITY = f"""
+SELECT m.id, m.state, m.valid_from, m.valid_to, COALESCE(m.observed_at, m.created_at),
+       (SELECT max(m.valid_from, COALESCE(n.observed_at, n.created_at))
+          FROM memories n WHERE n.id = m.superseded_by)
+FROM memories m WHERE NOT (
+    (m.valid_from = COALESCE(m.observed_at, m.created_at)
+     OR (m.valid_from < COALESCE(m.observed_at, m.created_at) AND m.valid_from LIKE '{DAY_START}'))
+    AND (m.state = 'active') = (m.valid_to IS NULL)
+    AND (m.valid_to IS NULL OR m.valid_to >= m.valid_from)
+)"""
+_SUCCESSOR_DATE = """
+SELECT m.id, m.valid_to, max(m.valid_from, COALESCE(n.observed_at, n.created_at))
+FROM memories m JOIN memories n ON n.id = m.superseded_by
+WHERE m.valid_to != max(m.valid_from, COALESCE(n.observed_at, n.created_at))"""
+
+
+def _validity(c: _Checker) -> None:
+    details = [
+        f"memory {mid} ({state}): valid_from {start!r}, valid_to {end!r} do not fit its "
+        f"date {said!r}"
+        for mid, state, start, end, said, _ in c.db.query(_VALIDITY)
+    ]
+    details += [
+        f"memory {mid}: valid_to {end!r} is not its successor's date {expected!r}"
+        for mid, end, expected in c.db.query(_SUCCESSOR_DATE)
+    ]
+    c.problems("validity", details)
 
 
 def _read_all(db: Database, table: str) -> None:
@@ -533,6 +560,7 @@ def _models(c: _Checker, embedder: EmbedderIdentity | None) -> None:
 CHECKS: list[tuple[str, Callable[..., None]]] = [
     ("sqlite", _sqlite),
     ("rows", _rows),
+    ("validity", _validity),
     ("vectors", _vectors),
     ("message vectors", _message_vectors),
     ("keyword rows", _keyword_rows),

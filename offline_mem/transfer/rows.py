@@ -119,8 +119,7 @@ def check_memory(row: dict[str, Any]) -> None:
         check_uuid(row["superseded_by"], "superseded_by")
     for key in ("created_at", "updated_at", "observed_at", "valid_from", "valid_to"):
         check_timestamp(row[key], key)
-    if row["valid_from"] and row["valid_to"] and row["valid_to"] < row["valid_from"]:
-        raise ValidationError("valid_to is before valid_from")
+    _check_validity(row)
     expiry = row["expiration_date"]
     if expiry is not None and (len(expiry) > 64 or parse_expiration(expiry) != expiry):
         raise ValidationError(f"expiration_date {expiry[:64]!r} is not as offline_mem writes it")
@@ -207,3 +206,20 @@ ROW_CHECKS = {
     "history": check_history,
     "job": check_job_fields,
 }
+
+
+def _check_validity(row: dict[str, Any]) -> None:
+    """valid_from and valid_to as a store writes them (store/integrity.py `_validity`); an
+    export from before they existed has neither (import gives the message's date)."""
+    start, end = row["valid_from"], row["valid_to"]
+    if start is None:
+        if end is not None:
+            raise ValidationError("valid_to without valid_from")
+        return
+    said = row["observed_at"] or row["created_at"]
+    if start != said and not (start < said and start.endswith("T00:00:00.000000+00:00")):
+        raise ValidationError("valid_from is neither the message's date nor an earlier day")
+    if (row["state"] == "active") != (end is None):
+        raise ValidationError("valid_to must be set exactly when the memory is superseded")
+    if end is not None and end < start:
+        raise ValidationError("valid_to is before valid_from")
