@@ -7,6 +7,7 @@ documented default. The environment is read when a `Memory` is built, never at i
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,9 @@ class MemoryConfig:
     """Settings of a `Memory`. Unknown keys are an error, never silently ignored."""
 
     path: str | None = None
+    # a PostgreSQL database (postgresql://...) instead of the SQLite file at `path`
+    # (docs/design/postgresql.md); the library connects to nothing else
+    store: str | None = None
     models_dir: str | None = None
     embedder: str = DEFAULT_EMBEDDER
     extractor: str = DEFAULT_EXTRACTOR
@@ -76,6 +80,7 @@ class MemoryConfig:
                 )
             if isinstance(values.get(key), os.PathLike):
                 values[key] = os.fspath(values[key])
+        _check_store(values)
         threads = values.get("threads")
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise ConfigError(f"config 'threads' must be a positive integer, got {shown(threads)}")
@@ -102,6 +107,44 @@ class MemoryConfig:
         if self.extractor_nice is not None:
             return self.extractor_nice
         return BACKGROUND_NICE if self.async_mode else 0
+
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(value: str) -> bool:
+    return value.startswith(POSTGRES_SCHEMES)
+
+
+def _check_store(values: dict[str, Any]) -> None:
+    store = values.get("store")
+    if store is not None and (not isinstance(store, str) or not is_postgres_url(store)):
+        raise ConfigError(
+            f"config 'store' must be a postgresql:// URL, got {shown(store)}; "
+            "a SQLite memory file goes in 'path'"
+        )
+    if store is not None and values.get("path") is not None:
+        raise ConfigError("config names both 'path' and 'store': give one of them")
+    path = values.get("path")
+    if isinstance(path, str) and is_postgres_url(path):
+        raise ConfigError("config 'path' holds a postgresql:// URL: name it in 'store' instead")
+
+
+def redacted_url(url: str) -> str:
+    """The URL as logs, errors and the server's status may show it: without its password."""
+    url = re.sub(r"^([a-z]+://[^:/@?]*):[^@/?]*@", r"\1:***@", url)
+    return re.sub(r"([?&]password=)[^&]*", r"\1***", url)
+
+
+def resolve_store_url(config: MemoryConfig) -> str | None:
+    """The PostgreSQL database to use: config `store`, else $OFFLINE_MEM_DB when it holds a
+    postgresql:// URL (and config `path` is unset); None means the SQLite file."""
+    if config.store is not None:
+        return config.store
+    env = os.environ.get(DB_ENV)
+    if config.path is None and env and is_postgres_url(env):
+        return env
+    return None
 
 
 def resolve_db_path(config: MemoryConfig) -> str:

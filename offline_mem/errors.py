@@ -60,6 +60,25 @@ class EmbedderMismatchError(StoreError):
     """The memory file was written with another embedder than the one configured."""
 
 
+class StoreConnectionError(StoreError, ConnectionError):
+    """The database server cannot be reached, or the connection to it was lost mid-call; a write
+    in flight was rolled back by the server, never half applied."""
+
+
+class StoreLoginError(StoreConnectionError, PermissionError):
+    """The database server refused the login (user, password or pg_hba.conf)."""
+
+
+class MissingExtensionError(StoreError):
+    """The database lacks an extension the store needs (pgvector's `vector`); the message says
+    what to install."""
+
+
+class NotImplementedInStoreError(StoreError, NotImplementedError):
+    """This operation is not implemented yet for this store (the PostgreSQL store is being
+    built: docs/design/postgresql.md); nothing was read or changed."""
+
+
 class ImportRefusedError(OfflineMemError, ValueError):
     """An export file cannot be trusted (a malformed line, a row the API would refuse, rows that
     disagree) or it clashes with the target file. The message names the line and the reason.

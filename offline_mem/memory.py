@@ -16,7 +16,13 @@ from dataclasses import replace
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
-from .config import MemoryConfig, resolve_db_path, resolve_models_dir
+from .config import (
+    MemoryConfig,
+    redacted_url,
+    resolve_db_path,
+    resolve_models_dir,
+    resolve_store_url,
+)
 from .errors import ModelError, ValidationError, shown
 from .extraction.lexicon import lexicon_for
 from .extraction.validity import valid_from
@@ -77,7 +83,11 @@ class Memory:
             config = MemoryConfig.from_dict(config)
         self.config = config
         self.weights = Weights(**config.ranking_weights) if config.ranking_weights else Weights()
-        self.path = resolve_db_path(config)
+        self.store_url = resolve_store_url(config)
+        # what status and errors show: the file, or the database URL without its password
+        self.path = (
+            resolve_db_path(config) if self.store_url is None else redacted_url(self.store_url)
+        )
         self.models_dir = resolve_models_dir(config.models_dir)
         if config.own_process:
             claim_process()
@@ -95,17 +105,7 @@ class Memory:
         self.entities = entities or (
             NoEntities() if config.nlp is None else SpacyEntities(config.nlp, self.models_dir)
         )
-        if self.path != ":memory:":
-            from pathlib import Path
-
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self.store: MemoryStore = Store.open(
-            self.path,
-            embedder=self.embedder.identity,
-            busy_timeout_ms=config.busy_timeout_ms,
-            vector_cache_mb=config.vector_cache_mb,
-            init_empty=config.init_empty_file,
-        )
+        self.store: MemoryStore = self._open_store()
         self._lock = threading.RLock()
         self._index_pending_messages()
         self._worker = JobWorker(self.store, self._run_job)
@@ -126,6 +126,25 @@ class Memory:
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Memory:
         return cls(MemoryConfig.from_dict(config))
+
+    def _open_store(self) -> MemoryStore:
+        """The SQLite file at `path`, or the PostgreSQL database of `store` (psycopg is
+        imported only then)."""
+        if self.store_url is not None:
+            from .store.postgres import PostgresStore
+
+            return PostgresStore.open(self.store_url, embedder=self.embedder.identity)
+        if self.path != ":memory:":
+            from pathlib import Path
+
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        return Store.open(
+            self.path,
+            embedder=self.embedder.identity,
+            busy_timeout_ms=self.config.busy_timeout_ms,
+            vector_cache_mb=self.config.vector_cache_mb,
+            init_empty=self.config.init_empty_file,
+        )
 
     def _load_embedder(self) -> Embedder:
         from .pinned.embedder import SentenceTransformerEmbedder

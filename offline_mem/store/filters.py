@@ -35,6 +35,8 @@ class CompiledFilter:
     sql: str = "1"
     params: list[Any] = field(default_factory=list)
     scope: Scope = field(default_factory=Scope)
+    # the validated filters as given, for a store of another SQL dialect to compile its own way
+    source: dict[str, Any] = field(default_factory=dict)
 
 
 def compile_filters(filters: object, *, alias: str = "m") -> CompiledFilter:
@@ -47,7 +49,7 @@ def compile_filters(filters: object, *, alias: str = "m") -> CompiledFilter:
     scope = make_scope(*(_exact_scope_value(filters, key) for key in SCOPE_KEYS), required=True)
     params: list[Any] = []
     sql = _compile_dict(filters, alias, params, depth=0)
-    return CompiledFilter(sql=sql, params=params, scope=scope)
+    return CompiledFilter(sql=sql, params=params, scope=scope, source=filters)
 
 
 def _exact_scope_value(filters: dict[str, Any], key: str) -> Any:

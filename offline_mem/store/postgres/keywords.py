@@ -1,0 +1,80 @@
+"""The keyword index's writes in PostgreSQL: the same postings tables and statistics as the
+SQLite store (store/keyword_index.py), so BM25 scores are the same numbers on both stores.
+Search over them (query_stats, bm25_scores) is not ported yet."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..keyword_index import term_frequencies
+from .connection import PgDatabase
+
+
+@dataclass(frozen=True)
+class PgKeywordTables:
+    prefix: str  # "" for memories, "message_" for messages
+    key: str  # memory_rowid / message_seq
+
+
+MEMORY_KEYWORDS = PgKeywordTables("", "memory_rowid")
+MESSAGE_KEYWORDS = PgKeywordTables("message_", "message_seq")
+
+
+def index_terms(
+    db: PgDatabase, rowid: int, partition: str, terms: Sequence[str], t: PgKeywordTables
+) -> None:
+    counts = term_frequencies(terms)
+    length = sum(counts.values())
+    p = t.prefix
+    db.execute(
+        f"INSERT INTO {p}keyword_docs ({t.key}, partition, length) VALUES (%s, %s, %s)",
+        (rowid, partition, length),
+    )
+    # sorted: concurrent writers then take the term rows' locks in one order (no deadlock)
+    ordered = sorted(counts)
+    db.executemany(
+        f"INSERT INTO {p}keyword_postings (partition, term, {t.key}, tf) VALUES (%s, %s, %s, %s)",
+        [(partition, term, rowid, counts[term]) for term in ordered],
+    )
+    db.executemany(
+        f"INSERT INTO {p}keyword_terms AS k (partition, term, df) VALUES (%s, %s, 1) "
+        "ON CONFLICT (partition, term) DO UPDATE SET df = k.df + 1",
+        [(partition, term) for term in ordered],
+    )
+    db.execute(
+        f"INSERT INTO {p}keyword_partitions AS k (partition, docs, total_length) "
+        "VALUES (%s, 1, %s) ON CONFLICT (partition) DO UPDATE SET docs = k.docs + 1, "
+        "total_length = k.total_length + excluded.total_length",
+        (partition, length),
+    )
+
+
+def unindex(db: PgDatabase, rowids: Sequence[int], t: PgKeywordTables) -> None:
+    """Remove rows from the index and their share of its statistics."""
+    if not rowids:
+        return
+    p = t.prefix
+    keys = [int(r) for r in rowids]
+    parts = [r[0] for r in db.query(
+        f"SELECT DISTINCT partition FROM {p}keyword_docs WHERE {t.key} = ANY(%s)", (keys,)
+    )]  # fmt: skip
+    db.execute(
+        f"UPDATE {p}keyword_terms k SET df = k.df - d.n FROM (SELECT partition, term, count(*) n "
+        f"FROM {p}keyword_postings WHERE {t.key} = ANY(%s) GROUP BY partition, term) d "
+        "WHERE k.partition = d.partition AND k.term = d.term",
+        (keys,),
+    )
+    db.execute(f"DELETE FROM {p}keyword_terms WHERE partition = ANY(%s) AND df <= 0", (parts,))
+    db.execute(
+        f"UPDATE {p}keyword_partitions k SET docs = k.docs - d.n, "
+        "total_length = k.total_length - d.total FROM (SELECT partition, count(*) n, "
+        f"sum(length) total FROM {p}keyword_docs WHERE {t.key} = ANY(%s) GROUP BY partition) d "
+        "WHERE k.partition = d.partition",
+        (keys,),
+    )
+    db.execute(
+        f"DELETE FROM {p}keyword_partitions WHERE partition = ANY(%s) AND docs <= 0", (parts,)
+    )
+    # postings go with their docs row (ON DELETE CASCADE)
+    db.execute(f"DELETE FROM {p}keyword_docs WHERE {t.key} = ANY(%s)", (keys,))

@@ -1,0 +1,248 @@
+"""The PostgreSQL store's writes: every public method here is exactly one transaction.
+
+The same write plans as store/writes.py, applied in PostgreSQL's dialect: messages, memories,
+their vectors (columns of their rows), keyword rows, entity links, history and provenance change
+together or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from ...errors import MemoryNotFoundError, NotImplementedInStoreError
+from ...timeutil import iso, utc_now
+from ...values import EntityMention, Scope, content_hash
+from ..keyword_index import partition_of
+from ..records import AddPlan, MemoryRecord, NewMemory
+from ..writer import current_writer
+from . import keywords
+from .connection import PgDatabase
+from .jobs import PgJobs, scope_match
+from .reads import MEMORY_COLUMNS, PgReads
+from .vectors import vector_literal
+
+# one writer at a time per database for an add's messages: their created_at must increase
+# strictly, as the SQLite file's single writer guarantees (transaction-scoped advisory lock)
+MESSAGE_CLOCK_LOCK = 0x6F6D6D7367  # "ommsg"
+
+
+class PgWrites:
+    def __init__(self, db: PgDatabase, reads: PgReads, jobs: PgJobs) -> None:
+        self.db = db
+        self.reads = reads
+        self.jobs = jobs
+
+    def apply_add(self, plan: AddPlan, *, now: datetime | None = None) -> list[str]:
+        """Write messages, memories and everything attached to them; the new memories' ids."""
+        now = now or utc_now()
+        with self.db.atomic():
+            seqs: list[int | None] = list(self._insert_messages(plan, now))
+            for memory in plan.memories:
+                self._insert_memory(plan, memory, seqs, now)
+        return [m.id for m in plan.memories]
+
+    def _insert_messages(self, plan: AddPlan, now: datetime) -> list[int]:
+        if not plan.messages:
+            return []
+        self.db.execute("SELECT pg_advisory_xact_lock(%s)", (MESSAGE_CLOCK_LOCK,))
+        last = self.db.query_one("SELECT max(created_at) FROM messages")[0]
+        moment, seqs = now, []
+        for message in plan.messages:
+            if last is not None and iso(moment) <= last:
+                moment = datetime.fromisoformat(last) + timedelta(microseconds=1)
+            stamp = last = iso(moment)
+            metadata = (
+                None
+                if not message.metadata
+                else json.dumps(message.metadata, ensure_ascii=False, sort_keys=True)
+            )
+            vector = None if message.vector is None else vector_literal(message.vector)
+            row = self.db.query_one(
+                "INSERT INTO messages (id, scope, user_id, agent_id, run_id, role, name, content,"
+                " hash, created_at, observed_at, metadata, embedding)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::vector)"
+                " RETURNING seq",
+                (message.id, plan.scope.key, plan.scope.user_id, plan.scope.agent_id,
+                 plan.scope.run_id, message.role, message.name, message.content,
+                 content_hash(message.content), stamp, message.observed_at, metadata, vector),
+            )  # fmt: skip
+            seq = int(row[0])
+            seqs.append(seq)
+            if message.terms is not None:
+                keywords.index_terms(
+                    self.db, seq, partition_of(plan.scope.user_id), message.terms,
+                    keywords.MESSAGE_KEYWORDS,
+                )  # fmt: skip
+        return seqs
+
+    def _insert_memory(
+        self, plan: AddPlan, memory: NewMemory, seqs: Sequence[int | None], now: datetime
+    ) -> None:
+        if memory.terms is None:
+            raise ValueError("NewMemory.terms must be filled (Memory analyses texts first)")
+        scope, stamp = plan.scope, iso(now)
+        row = self.db.query_one(
+            "INSERT INTO memories (id, text, hash, user_id, agent_id, run_id, scope, metadata,"
+            " role, actor_id, attributed_to, memory_type, state, created_at, updated_at,"
+            " observed_at, expiration_date, embedder_sha256, extractor_sha256, prompt_version,"
+            " embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'active', %s,"
+            " %s, %s, %s, %s, %s, %s, %s::vector) RETURNING rowid",
+            (memory.id, memory.text, memory.hash, scope.user_id, scope.agent_id, scope.run_id,
+             scope.key, json.dumps(memory.metadata, ensure_ascii=False), memory.role,
+             memory.actor_id, memory.attributed_to, memory.memory_type, stamp, stamp,
+             memory.observed_at, memory.expiration_date, plan.embedder_sha256,
+             plan.extractor_sha256, plan.prompt_version, vector_literal(memory.vector)),
+        )  # fmt: skip
+        rowid = int(row[0])
+        keywords.index_terms(
+            self.db, rowid, partition_of(scope.user_id), memory.terms, keywords.MEMORY_KEYWORDS
+        )
+        found = (seqs[i] for i in memory.source_messages)
+        sources = sorted({seq for seq in found if seq is not None})
+        self.db.executemany(
+            "INSERT INTO provenance (memory_rowid, message_seq) VALUES (%s, %s) "
+            "ON CONFLICT DO NOTHING",
+            [(rowid, seq) for seq in sources],
+        )
+        self._link_entities(rowid, scope, memory.entities)
+        self._history(memory.id, None, memory.text, "ADD", stamp, memory.actor_id, memory.role)
+        for old_id in memory.supersedes:
+            self._supersede(old_id, memory.id, stamp)
+
+    def _link_entities(self, rowid: int, scope: Scope, entities: Sequence[EntityMention]) -> None:
+        for entity in entities:
+            self.db.execute(
+                "INSERT INTO entities (scope, name, norm, kind) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (scope, norm) DO NOTHING",
+                (scope.key, entity.name, entity.norm, entity.kind),
+            )
+            self.db.execute(
+                "INSERT INTO entity_links (entity_rowid, memory_rowid) SELECT rowid, %s "
+                "FROM entities WHERE scope = %s AND norm = %s ON CONFLICT DO NOTHING",
+                (rowid, scope.key, entity.norm),
+            )
+
+    def _supersede(self, old_id: str, new_id: str, stamp: str) -> None:
+        row = self.db.query_one(
+            "UPDATE memories SET state = 'superseded', superseded_by = %s, updated_at = %s "
+            "WHERE id = %s AND state = 'active' RETURNING text",
+            (new_id, stamp, old_id),
+        )
+        if row is not None:  # else already superseded within this batch
+            self._history(old_id, row[0], row[0], "SUPERSEDE", stamp, None, None, related=new_id)
+
+    def _history(
+        self,
+        memory_id: str,
+        old: str | None,
+        new: str | None,
+        event: str,
+        stamp: str,
+        actor_id: str | None,
+        role: str | None,
+        *,
+        related: str | None = None,
+        is_deleted: bool = False,
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO history (id, memory_id, old_memory, new_memory, event, related_memory_id,"
+            " created_at, updated_at, is_deleted, actor_id, role, written_by)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (str(uuid.uuid4()), memory_id, old, new, event, related, stamp, stamp,
+             int(is_deleted), actor_id, role, current_writer()),
+        )  # fmt: skip
+
+    def delete_memory(self, record: MemoryRecord, *, now: datetime | None = None) -> None:
+        stamp = iso(now or utc_now())
+        with self.db.atomic():
+            current = self._locked(record.id)
+            if current is None:
+                raise MemoryNotFoundError(f"memory {record.id!r} no longer exists")
+            self._delete_rows([current], stamp, whole_scope=False)
+
+    def _locked(self, memory_id: str) -> MemoryRecord | None:
+        """Re-read and lock the row inside the transaction: another server may change it."""
+        row = self.db.query_one(
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = %s FOR UPDATE", (memory_id,)
+        )
+        return None if row is None else MemoryRecord.from_row(row)
+
+    def _delete_rows(
+        self, records: Sequence[MemoryRecord], stamp: str, *, whole_scope: bool
+    ) -> None:
+        """As store/writes.py: every copy of the texts goes; history keeps events, not text."""
+        for record in records:
+            verbatim = [] if whole_scope else self._verbatim_sources(record)
+            self.db.execute(
+                "UPDATE history SET old_memory = NULL, new_memory = NULL WHERE memory_id = %s",
+                (record.id,),
+            )
+            self._history(record.id, None, None, "DELETE", stamp, record.actor_id,
+                          record.role, is_deleted=True)  # fmt: skip
+            if not whole_scope:
+                self.jobs.forget_job_results(record)
+                self._delete_messages(verbatim)
+        rowids = [r.rowid for r in records]
+        keywords.unindex(self.db, rowids, keywords.MEMORY_KEYWORDS)
+        # the vector is a column of the row; entity_links and provenance cascade
+        self.db.execute("DELETE FROM memories WHERE rowid = ANY(%s)", (rowids,))
+        self._drop_unlinked_entities()
+
+    def _verbatim_sources(self, record: MemoryRecord) -> list[int]:
+        rows = self.db.query(
+            "SELECT msg.seq FROM provenance p JOIN messages msg ON msg.seq = p.message_seq "
+            "JOIN memories m ON m.rowid = p.memory_rowid "
+            "WHERE p.memory_rowid = %s AND (m.extractor_sha256 IS NULL OR msg.content = m.text) "
+            "AND NOT EXISTS (SELECT 1 FROM provenance o WHERE o.message_seq = msg.seq "
+            "AND o.memory_rowid <> p.memory_rowid)",
+            (record.rowid,),
+        )
+        return [int(row[0]) for row in rows]
+
+    def _delete_messages(self, seqs: Sequence[int]) -> None:
+        if seqs:
+            keywords.unindex(self.db, seqs, keywords.MESSAGE_KEYWORDS)
+            self.db.execute("DELETE FROM messages WHERE seq = ANY(%s)", (list(seqs),))
+
+    def _drop_unlinked_entities(self) -> None:
+        # TODO (docs/design/postgresql.md): only the deleted memories' scopes; this reads all
+        self.db.execute(
+            "DELETE FROM entities e WHERE NOT EXISTS "
+            "(SELECT 1 FROM entity_links l WHERE l.entity_rowid = e.rowid)"
+        )
+
+    def delete_scope(self, scope: Scope, *, now: datetime | None = None) -> int:
+        """Every memory and message of the ids given (Mem0's delete_all)."""
+        stamp = iso(now or utc_now())
+        where, params = scope_match(scope, "m")
+        with self.db.atomic():
+            rows = self.db.query(
+                f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {where} ORDER BY m.rowid "
+                "FOR UPDATE",
+                params,
+            )
+            records = [MemoryRecord.from_row(row) for row in rows]
+            self._delete_rows(records, stamp, whole_scope=True)
+            msg_where, msg_params = scope_match(scope)
+            seqs = [r[0] for r in self.db.query(
+                f"SELECT seq FROM messages WHERE {msg_where}", msg_params
+            )]  # fmt: skip
+            self._delete_messages(seqs)
+            self.jobs.delete_jobs(scope)
+        return len(records)
+
+    def reset(self) -> None:
+        """Remove every row but the schema's and meta's, in one transaction."""
+        with self.db.atomic():
+            self.db.execute(
+                "TRUNCATE provenance, entity_links, entities, keyword_postings, keyword_terms, "
+                "keyword_docs, keyword_partitions, message_keyword_postings, "
+                "message_keyword_terms, message_keyword_docs, message_keyword_partitions, "
+                "memories, messages, history, jobs"
+            )
+
+    def update_memory(self, *args: object, **kwargs: object) -> MemoryRecord:
+        raise NotImplementedInStoreError("update is not implemented yet for PostgreSQL")

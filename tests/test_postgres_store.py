@@ -1,0 +1,213 @@
+"""The PostgreSQL store through the public API, against the real server (tests/postgres_server.py):
+what is ported so far (docs/design/postgresql.md) gives the SQLite store's results, and what is
+not raises NotImplementedInStoreError before changing anything."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from postgres_server import PostgresServer
+
+from offline_mem import (
+    ConfigError,
+    Memory,
+    MemoryNotFoundError,
+    NotImplementedInStoreError,
+    StoreConnectionError,
+    StoreLoginError,
+)
+from offline_mem.store.filters import compile_filters
+from offline_mem.store.postgres import PostgresStore
+from offline_mem.testing import FakeEmbedder
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def pg_memory(postgres_url: str, embedder: FakeEmbedder) -> Iterator[Memory]:
+    with Memory({"store": postgres_url}, embedder=embedder) as mem:
+        yield mem
+
+
+def _rows(url: str, sql: str) -> list[tuple[object, ...]]:
+    with psycopg.connect(url) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def test_raw_add_get_get_all_and_history(pg_memory: Memory, postgres_url: str) -> None:
+    added = pg_memory.add(
+        [{"role": "user", "content": "I live in Porto"}, {"role": "user", "content": "I like tea"}],
+        user_id="alice", infer=False, metadata={"source": "chat"},
+    )  # fmt: skip
+    ids = [item["id"] for item in added["results"]]
+    assert [item["memory"] for item in added["results"]] == ["I live in Porto", "I like tea"]
+    got = pg_memory.get(ids[0])
+    assert got is not None
+    assert (got["memory"], got["user_id"], got["metadata"]) == (
+        "I live in Porto", "alice", {"source": "chat"},
+    )  # fmt: skip
+    listed = pg_memory.get_all(filters={"user_id": "alice"})["results"]
+    assert sorted(item["memory"] for item in listed) == ["I like tea", "I live in Porto"]
+    assert pg_memory.get_all(filters={"user_id": "bob"})["results"] == []
+    history = pg_memory.history(ids[0])
+    assert [(h["event"], h["old_memory"], h["new_memory"]) for h in history] == [
+        ("ADD", None, "I live in Porto")
+    ]
+    # the messages are stored with their vectors and keyword rows, in the same transaction
+    assert _rows(postgres_url, "SELECT count(*), count(embedding) FROM messages") == [(2, 2)]
+    assert _rows(postgres_url, "SELECT count(*) FROM provenance") == [(2,)]
+    assert _rows(postgres_url, "SELECT docs FROM keyword_partitions") == [(2,)]
+
+
+def test_get_all_filters_on_metadata_and_columns(pg_memory: Memory) -> None:
+    pg_memory.add("I live in Porto", user_id="alice", infer=False, metadata={"topic": "home"})
+    pg_memory.add("I like tea", user_id="alice", infer=False, metadata={"topic": "food", "n": 2})
+    found = pg_memory.get_all(filters={"user_id": "alice", "topic": "food"})["results"]
+    assert [item["memory"] for item in found] == ["I like tea"]
+    found = pg_memory.get_all(filters={"user_id": "alice", "n": {"in": [1, 2.0]}})["results"]
+    assert [item["memory"] for item in found] == ["I like tea"]
+    found = pg_memory.get_all(filters={"user_id": "alice", "NOT": [{"n": "*"}]})["results"]
+    assert [item["memory"] for item in found] == ["I live in Porto"]
+    with pytest.raises(NotImplementedInStoreError, match="contains"):
+        pg_memory.get_all(filters={"user_id": "alice", "topic": {"contains": "fo"}})
+
+
+def test_delete_removes_every_copy_of_the_text(pg_memory: Memory, postgres_url: str) -> None:
+    added = pg_memory.add("My PIN is 4321", user_id="alice", infer=False)
+    memory_id = added["results"][0]["id"]
+    pg_memory.delete(memory_id)
+    assert pg_memory.get(memory_id) is None
+    events = [(h["event"], h["old_memory"], h["new_memory"]) for h in pg_memory.history(memory_id)]
+    assert events == [("ADD", None, None), ("DELETE", None, None)]
+    for table in ("memories", "messages", "keyword_docs", "keyword_postings", "keyword_terms",
+                  "message_keyword_docs", "message_keyword_postings", "provenance"):  # fmt: skip
+        assert _rows(postgres_url, f"SELECT count(*) FROM {table}") == [(0,)], table
+    with pytest.raises(MemoryNotFoundError):
+        pg_memory.delete(memory_id)
+
+
+def test_delete_all_is_confined_to_the_scope(pg_memory: Memory, postgres_url: str) -> None:
+    pg_memory.add(
+        [{"role": "user", "content": "one"}, {"role": "user", "content": "two"}],
+        user_id="alice", infer=False,
+    )  # fmt: skip
+    kept = pg_memory.add("three", user_id="bob", infer=False)["results"][0]["id"]
+    assert pg_memory.delete_all(user_id="alice") == {"deleted": 2}  # type: ignore[comparison-overlap]
+    assert pg_memory.get_all(filters={"user_id": "alice"})["results"] == []
+    assert pg_memory.get(kept) is not None
+    assert _rows(postgres_url, "SELECT user_id FROM messages") == [("bob",)]
+    assert _rows(postgres_url, "SELECT partition, docs FROM keyword_partitions") == [("bob", 1)]
+
+
+def test_exact_vector_search_within_the_filter(postgres_url: str, embedder: FakeEmbedder) -> None:
+    store = PostgresStore.open(postgres_url, embedder=embedder.identity)
+    try:
+        with Memory({"store": postgres_url}, embedder=embedder) as mem:
+            for text in ("tea with milk", "green tea", "coffee beans", "a walk in Porto"):
+                mem.add(text, user_id="alice", infer=False)
+            mem.add("green tea", user_id="bob", infer=False)
+        where = compile_filters({"user_id": "alice"})
+        query = embedder.embed_batch(["green tea"])[0]
+        found = store.vector_candidates(query, where, store.search_filter(where), k=2)
+        records = store.records_by_rowid(list(found))
+        best = max(found, key=lambda rowid: found[rowid])
+        assert (records[best].text, records[best].user_id) == ("green tea", "alice")
+        assert found[best] == pytest.approx(1.0, abs=1e-6)
+        assert len(found) == 2 and {r.user_id for r in records.values()} == {"alice"}
+        # the similarities match the vectors' own dot products (unit vectors)
+        vectors = embedder.embed_batch([records[r].text for r in found])
+        for rowid, vector in zip(found, vectors, strict=True):
+            assert found[rowid] == pytest.approx(float(vector @ query), abs=1e-5)
+    finally:
+        store.close()
+
+
+def test_a_failed_add_leaves_nothing(
+    pg_memory: Memory, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from offline_mem.store.postgres import writes
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("injected after the memory row was written")
+
+    monkeypatch.setattr(writes.PgWrites, "_link_entities", fail)
+    with pytest.raises(RuntimeError, match="injected"):
+        pg_memory.add("I live in Porto", user_id="alice", infer=False)
+    for table in ("memories", "messages", "history", "keyword_docs", "message_keyword_docs"):
+        assert _rows(postgres_url, f"SELECT count(*) FROM {table}") == [(0,)], table
+
+
+def test_what_is_not_ported_raises_before_writing(pg_memory: Memory, postgres_url: str) -> None:
+    added = pg_memory.add("I live in Porto", user_id="alice", infer=False)
+    memory_id = added["results"][0]["id"]
+    with pytest.raises(NotImplementedInStoreError, match="signal of search is not implemented"):
+        pg_memory.search("Porto", filters={"user_id": "alice"})
+    with pytest.raises(NotImplementedInStoreError, match="update"):
+        pg_memory.update(memory_id, "I live in Lisbon")
+    with pytest.raises(NotImplementedInStoreError, match="async add"):
+        pg_memory.add("I like tea", user_id="alice", async_mode=True)
+    assert [
+        item["memory"] for item in pg_memory.get_all(filters={"user_id": "alice"})["results"]
+    ] == ["I live in Porto"]
+    assert _rows(postgres_url, "SELECT count(*) FROM messages") == [(1,)]
+
+
+def test_reopening_keeps_the_rows_and_pins_the_embedder(
+    postgres_url: str, embedder: FakeEmbedder
+) -> None:
+    with Memory({"store": postgres_url}, embedder=embedder) as mem:
+        memory_id = mem.add("I like tea", user_id="alice", infer=False)["results"][0]["id"]
+    with Memory({"store": postgres_url}, embedder=embedder) as mem:
+        assert mem.get(memory_id)["memory"] == "I like tea"  # type: ignore[index]
+    other = FakeEmbedder(dimension=384, name="another-embedder")
+    from offline_mem import EmbedderMismatchError
+
+    if other.identity.sha256 != embedder.identity.sha256:
+        with pytest.raises(EmbedderMismatchError):
+            Memory({"store": postgres_url}, embedder=other)
+    assert _rows(postgres_url, "SELECT name FROM migrations") == [("001_core",)]
+
+
+def test_a_refused_login_is_a_typed_error(
+    postgres_server: PostgresServer, embedder: FakeEmbedder
+) -> None:
+    url = postgres_server.url(tcp=True, password="wrong")
+    with pytest.raises(StoreLoginError, match=r"refused the login") as caught:
+        Memory({"store": url}, embedder=embedder)
+    assert "wrong" not in str(caught.value)  # the password is never shown
+
+
+def test_an_unreachable_server_is_a_typed_error(embedder: FakeEmbedder) -> None:
+    url = "postgresql://nobody@/db?host=/nonexistent-offline-mem-dir&port=1"
+    with pytest.raises(StoreConnectionError, match="cannot connect") as caught:
+        Memory({"store": url}, embedder=embedder)
+    assert not isinstance(caught.value, StoreLoginError)
+
+
+def test_a_lost_connection_is_a_typed_error_and_the_next_call_reconnects(
+    pg_memory: Memory, postgres_url: str
+) -> None:
+    pg_memory.add("I like tea", user_id="alice", infer=False)
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    with pytest.raises(StoreConnectionError, match="lost the connection"):
+        pg_memory.get_all(filters={"user_id": "alice"})
+    assert len(pg_memory.get_all(filters={"user_id": "alice"})["results"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"store": "/tmp/memory.db"}, "postgresql:// URL"),
+        ({"store": "postgresql://h/db", "path": "/tmp/m.db"}, "both"),
+        ({"path": "postgresql://h/db"}, "name it in 'store'"),
+    ],
+)
+def test_store_config_is_checked(config: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        Memory(config, embedder=FakeEmbedder())
