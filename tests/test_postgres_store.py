@@ -61,6 +61,20 @@ def test_raw_add_get_get_all_and_history(pg_memory: Memory, postgres_url: str) -
     assert _rows(postgres_url, "SELECT docs FROM keyword_partitions") == [(2,)]
 
 
+def test_validity_and_as_of_as_on_sqlite(pg_memory: Memory) -> None:
+    said = {"role": "user", "content": "I painted that lake sunrise last year!",
+            "timestamp": "2023-05-08T13:56:00Z"}  # fmt: skip
+    (item,) = pg_memory.add([said], user_id="alice", infer=False)["results"]
+    stored = pg_memory.get(item["id"])
+    assert stored is not None and stored["valid_from"] == "2022-01-01T00:00:00.000000+00:00"
+    assert "valid_to" not in stored
+    before = pg_memory.get_all(filters={"user_id": "alice"}, as_of="2023-05-07")["results"]
+    after = pg_memory.get_all(filters={"user_id": "alice"}, as_of="2023-05-08")["results"]
+    assert (before, [i["id"] for i in after]) == ([], [item["id"]])
+    (added,) = pg_memory.history(item["id"])
+    assert added["happened_at"] == "2023-05-08T13:56:00.000000+00:00"
+
+
 def test_get_all_filters_on_metadata_and_columns(pg_memory: Memory) -> None:
     pg_memory.add("I live in Porto", user_id="alice", infer=False, metadata={"topic": "home"})
     pg_memory.add("I like tea", user_id="alice", infer=False, metadata={"topic": "food", "n": 2})

@@ -32,12 +32,13 @@ class PgCandidates:
         include_expired: bool = False,
         include_superseded: bool = False,
         now: datetime | None = None,
+        as_of: datetime | None = None,
     ) -> tuple[str, list[Any]]:
         """The caller's filter plus visibility, as PostgreSQL over alias m."""
         condition, params = pg_condition(where)
         visible, vparams = visibility(
             now=now or utc_now(), include_expired=include_expired,
-            include_superseded=include_superseded,
+            include_superseded=include_superseded, as_of=as_of,
         )  # fmt: skip
         return f"{condition} AND {visible}", [*params, *vparams]
 

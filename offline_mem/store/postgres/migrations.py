@@ -77,6 +77,8 @@ def _m001_core(db: PgDatabase, ctx: MigrationContext) -> None:
             embedder_sha256 TEXT NOT NULL,
             extractor_sha256 TEXT,
             prompt_version TEXT,
+            valid_from TEXT,
+            valid_to TEXT,
             embedding vector({dim}) NOT NULL)""",
         # a scope's search reads its rows through these, then ranks them exactly (no ANN index
         # by default: exact within a scope is the SQLite store's semantics)
@@ -102,14 +104,16 @@ def _m001_core(db: PgDatabase, ctx: MigrationContext) -> None:
             memory_id TEXT NOT NULL,
             old_memory TEXT,
             new_memory TEXT,
-            event TEXT NOT NULL CHECK (event IN ('ADD', 'UPDATE', 'DELETE', 'SUPERSEDE')),
+            event TEXT NOT NULL
+                CHECK (event IN ('ADD', 'UPDATE', 'DELETE', 'SUPERSEDE', 'MERGE')),
             related_memory_id TEXT,
             created_at TEXT NOT NULL,
             updated_at TEXT,
             is_deleted INTEGER NOT NULL DEFAULT 0,
             actor_id TEXT,
             role TEXT,
-            written_by TEXT)""",
+            written_by TEXT,
+            happened_at TEXT)""",
         "CREATE INDEX history_memory ON history (memory_id, rowid)",
         # seq is an identity: it never repeats; under concurrent writers it is not commit order
         # (SQLite's is), which the job queue and recent_messages must allow for (design doc)

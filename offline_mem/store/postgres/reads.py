@@ -23,12 +23,24 @@ MESSAGE_COLUMNS = ", ".join(f"msg.{c.strip()}" for c in MessageRecord.COLUMNS.sp
 
 
 def visibility(
-    *, now: datetime, include_expired: bool, include_superseded: bool
+    *,
+    now: datetime,
+    include_expired: bool,
+    include_superseded: bool,
+    as_of: datetime | None = None,
 ) -> tuple[str, list[str]]:
-    """State and expiry over alias m, as candidates.visibility states them for SQLite: an
-    expiration is a date (YYYY-MM-DD, through that day) or an ISO instant."""
-    parts, params = [], []
-    if not include_superseded:
+    """State, expiry and `as_of` over alias m, as candidates.visibility states them for SQLite:
+    an expiration is a date (YYYY-MM-DD, through that day) or an ISO instant."""
+    parts: list[str] = []
+    params: list[str] = []
+    if as_of is not None:
+        parts.append(
+            "COALESCE(m.observed_at, m.created_at) <= %s"
+            " AND (m.valid_to IS NULL OR m.valid_to > %s)"
+        )
+        params += [iso(as_of), iso(as_of)]
+        now = as_of
+    elif not include_superseded:
         parts.append("m.state = 'active'")
     if not include_expired:
         parts.append(
@@ -59,12 +71,13 @@ class PgReads:
         include_expired: bool = False,
         include_superseded: bool = False,
         now: datetime | None = None,
+        as_of: datetime | None = None,
     ) -> list[MemoryRecord]:
         """Newest first, as Mem0's get_all."""
         condition, params = pg_condition(where)
         visible, vparams = visibility(
             now=now or utc_now(), include_expired=include_expired,
-            include_superseded=include_superseded,
+            include_superseded=include_superseded, as_of=as_of,
         )  # fmt: skip
         rows = self.db.query(
             f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {condition} AND {visible} "
@@ -141,14 +154,16 @@ class PgReads:
         user_id, agent_id, run_id = row[width:]
         return StoredMessage(record, user_id, agent_id, run_id, tuple(r[0] for r in cited))
 
-    def hashes_in_scope(self, scope: Scope, hashes: Sequence[str]) -> set[str]:
+    def hashes_in_scope(self, scope: Scope, hashes: Sequence[str]) -> dict[str, str]:
+        """hash -> the id of the oldest active memory of exactly this scope with it."""
         if not hashes:
-            return set()
+            return {}
         rows = self.db.query(
-            "SELECT hash FROM memories WHERE scope = %s AND state = 'active' AND hash = ANY(%s)",
+            "SELECT hash, id FROM memories WHERE scope = %s AND state = 'active' "
+            "AND hash = ANY(%s) ORDER BY rowid DESC",
             (scope.key, list(hashes)),
         )
-        return {row[0] for row in rows}
+        return dict(rows)
 
     def counts(self) -> dict[str, int]:
         tables = ("memories", "keyword_docs", "keyword_postings", "message_keyword_docs",

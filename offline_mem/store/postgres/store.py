@@ -97,10 +97,11 @@ class PostgresStore:
         include_expired: bool = False,
         include_superseded: bool = False,
         now: datetime | None = None,
+        as_of: datetime | None = None,
     ) -> list[MemoryRecord]:
         return self.reads.list_memories(
             where, limit=limit, offset=offset, include_expired=include_expired,
-            include_superseded=include_superseded, now=now,
+            include_superseded=include_superseded, now=now, as_of=as_of,
         )  # fmt: skip
 
     def records_by_rowid(self, rowids: Sequence[int]) -> dict[int, MemoryRecord]:
@@ -112,7 +113,7 @@ class PostgresStore:
     def sources(self, memory_rowid: int) -> list[MessageRecord]:
         return self.reads.sources(memory_rowid)
 
-    def hashes_in_scope(self, scope: Scope, hashes: Sequence[str]) -> set[str]:
+    def hashes_in_scope(self, scope: Scope, hashes: Sequence[str]) -> dict[str, str]:
         return self.reads.hashes_in_scope(scope, hashes)
 
     def recent_messages(
@@ -138,10 +139,11 @@ class PostgresStore:
         include_expired: bool = False,
         include_superseded: bool = False,
         now: datetime | None = None,
+        as_of: datetime | None = None,
     ) -> tuple[str, list[Any]]:
         return self.candidates.search_filter(
             where, include_expired=include_expired, include_superseded=include_superseded,
-            now=now,
+            now=now, as_of=as_of,
         )  # fmt: skip
 
     def vector_candidates(
@@ -181,14 +183,22 @@ class PostgresStore:
 
     # -- message search -------------------------------------------------------------------------
 
-    def message_candidates(self, vector: np.ndarray, scope: Scope, *, k: int) -> dict[int, float]:
+    def message_candidates(
+        self, vector: np.ndarray, scope: Scope, *, k: int, as_of: datetime | None = None
+    ) -> dict[int, float]:
         _not_yet("searching messages")
 
     def message_keyword_stats(self, terms: Sequence[str], scope: Scope) -> QueryStats:
         _not_yet("searching messages")
 
     def message_keyword_candidates(
-        self, stats: QueryStats, scope: Scope, *, limit: int, also_seqs: Sequence[int] = ()
+        self,
+        stats: QueryStats,
+        scope: Scope,
+        *,
+        limit: int,
+        also_seqs: Sequence[int] = (),
+        as_of: datetime | None = None,
     ) -> dict[int, float]:
         _not_yet("searching messages")
 

@@ -38,6 +38,10 @@ class PgWrites:
     def apply_add(self, plan: AddPlan, *, now: datetime | None = None) -> list[str]:
         """Write messages, memories and everything attached to them; the new memories' ids."""
         now = now or utc_now()
+        if plan.merges:  # only extraction merges, and extraction is not ported yet
+            raise NotImplementedInStoreError(
+                "the PostgreSQL store does not merge extracted facts yet"
+            )
         with self.db.atomic():
             seqs: list[int | None] = list(self._insert_messages(plan, now))
             for memory in plan.memories:
@@ -84,17 +88,19 @@ class PgWrites:
         if memory.terms is None:
             raise ValueError("NewMemory.terms must be filled (Memory analyses texts first)")
         scope, stamp = plan.scope, iso(now)
+        happened = memory.observed_at or stamp  # the date of the message it came from
         row = self.db.query_one(
             "INSERT INTO memories (id, text, hash, user_id, agent_id, run_id, scope, metadata,"
             " role, actor_id, attributed_to, memory_type, state, created_at, updated_at,"
             " observed_at, expiration_date, embedder_sha256, extractor_sha256, prompt_version,"
-            " embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'active', %s,"
-            " %s, %s, %s, %s, %s, %s, %s::vector) RETURNING rowid",
+            " valid_from, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+            " 'active', %s, %s, %s, %s, %s, %s, %s, %s, %s::vector) RETURNING rowid",
             (memory.id, memory.text, memory.hash, scope.user_id, scope.agent_id, scope.run_id,
              scope.key, json.dumps(memory.metadata, ensure_ascii=False), memory.role,
              memory.actor_id, memory.attributed_to, memory.memory_type, stamp, stamp,
              memory.observed_at, memory.expiration_date, plan.embedder_sha256,
-             plan.extractor_sha256, plan.prompt_version, vector_literal(memory.vector)),
+             plan.extractor_sha256, plan.prompt_version, memory.valid_from or happened,
+             vector_literal(memory.vector)),
         )  # fmt: skip
         rowid = int(row[0])
         keywords.index_terms(
@@ -108,9 +114,10 @@ class PgWrites:
             [(rowid, seq) for seq in sources],
         )
         self._link_entities(rowid, scope, memory.entities)
-        self._history(memory.id, None, memory.text, "ADD", stamp, memory.actor_id, memory.role)
+        self._history(memory.id, None, memory.text, "ADD", stamp, memory.actor_id, memory.role,
+                      happened=happened)  # fmt: skip
         for old_id in memory.supersedes:
-            self._supersede(old_id, memory.id, stamp)
+            self._supersede(old_id, memory.id, stamp, happened)
 
     def _link_entities(self, rowid: int, scope: Scope, entities: Sequence[EntityMention]) -> None:
         for entity in entities:
@@ -125,14 +132,17 @@ class PgWrites:
                 (rowid, scope.key, entity.norm),
             )
 
-    def _supersede(self, old_id: str, new_id: str, stamp: str) -> None:
+    def _supersede(self, old_id: str, new_id: str, stamp: str, happened: str) -> None:
+        """As the SQLite store: `old_id` stops holding at `happened`, never before it began."""
         row = self.db.query_one(
-            "UPDATE memories SET state = 'superseded', superseded_by = %s, updated_at = %s "
+            "UPDATE memories SET state = 'superseded', superseded_by = %s, updated_at = %s, "
+            "valid_to = GREATEST(COALESCE(valid_from, %s), %s) "
             "WHERE id = %s AND state = 'active' RETURNING text",
-            (new_id, stamp, old_id),
+            (new_id, stamp, happened, happened, old_id),
         )
         if row is not None:  # else already superseded within this batch
-            self._history(old_id, row[0], row[0], "SUPERSEDE", stamp, None, None, related=new_id)
+            self._history(old_id, row[0], row[0], "SUPERSEDE", stamp, None, None, related=new_id,
+                          happened=happened)  # fmt: skip
 
     def _history(
         self,
@@ -146,13 +156,14 @@ class PgWrites:
         *,
         related: str | None = None,
         is_deleted: bool = False,
+        happened: str | None = None,
     ) -> None:
         self.db.execute(
             "INSERT INTO history (id, memory_id, old_memory, new_memory, event, related_memory_id,"
-            " created_at, updated_at, is_deleted, actor_id, role, written_by)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            " created_at, updated_at, is_deleted, actor_id, role, written_by, happened_at)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (str(uuid.uuid4()), memory_id, old, new, event, related, stamp, stamp,
-             int(is_deleted), actor_id, role, current_writer()),
+             int(is_deleted), actor_id, role, current_writer(), happened or stamp),
         )  # fmt: skip
 
     def delete_memory(self, record: MemoryRecord, *, now: datetime | None = None) -> None:
