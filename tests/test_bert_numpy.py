@@ -269,6 +269,38 @@ def test_a_forward_gets_one_thread_per_idle_core(runnable_tasks, blas_threads) -
     assert idle_cores() == 1
 
 
+def test_our_own_niced_threads_leave_their_cores_to_a_forward(runnable_tasks) -> None:  # type: ignore[no-untyped-def]
+    """A thread of this process at a higher nice value (the extractor's, where offline_mem
+    serves) gives way to the forward; one at the caller's own priority does not."""
+    cores = len(os.sched_getaffinity(0))
+    if cores < 2:
+        pytest.fail("this check needs two cores")  # every CI machine of this project has two
+    stop = threading.Event()
+    started = threading.Barrier(2)
+
+    def spin(nice: int) -> None:
+        if nice:
+            tid = threading.get_native_id()
+            os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + nice)
+        started.wait()
+        while not stop.is_set():
+            pass
+
+    for nice, expected in ((10, min(cores, MAX_THREADS)), (0, cores - 1)):
+        spinner = threading.Thread(target=spin, args=(nice,))
+        spinner.start()
+        started.wait()
+        try:
+            runnable_tasks(2)  # the caller and the spinner
+            seen = max(idle_cores() for _ in range(20))  # the spinner is runnable nearly always
+            assert seen == expected, nice
+        finally:
+            stop.set()
+            spinner.join()
+            stop.clear()
+            started.reset()
+
+
 def test_blas_workers_still_spinning_after_a_forward_are_not_other_tasks(  # type: ignore[no-untyped-def]
     runnable_tasks, monkeypatch
 ) -> None:
