@@ -156,8 +156,6 @@ def test_a_failed_add_leaves_nothing(
 def test_what_is_not_ported_raises_before_writing(pg_memory: Memory, postgres_url: str) -> None:
     added = pg_memory.add("I live in Porto", user_id="alice", infer=False)
     memory_id = added["results"][0]["id"]
-    with pytest.raises(NotImplementedInStoreError, match="signal of search is not implemented"):
-        pg_memory.search("Porto", filters={"user_id": "alice"})
     with pytest.raises(NotImplementedInStoreError, match="update"):
         pg_memory.update(memory_id, "I live in Lisbon")
     with pytest.raises(NotImplementedInStoreError, match="async add"):

@@ -1,6 +1,6 @@
 """The keyword index's writes in PostgreSQL: the same postings tables and statistics as the
-SQLite store (store/keyword_index.py), so BM25 scores are the same numbers on both stores.
-Search over them (query_stats, bm25_scores) is not ported yet."""
+SQLite store (store/keyword_index.py), so BM25 scores are the same numbers on both stores
+(search over them: bm25.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,12 @@ from .connection import PgDatabase
 class PgKeywordTables:
     prefix: str  # "" for memories, "message_" for messages
     key: str  # memory_rowid / message_seq
+    owner: str  # the indexed rows' table, and its key
+    owner_key: str
 
 
-MEMORY_KEYWORDS = PgKeywordTables("", "memory_rowid")
-MESSAGE_KEYWORDS = PgKeywordTables("message_", "message_seq")
+MEMORY_KEYWORDS = PgKeywordTables("", "memory_rowid", "memories", "rowid")
+MESSAGE_KEYWORDS = PgKeywordTables("message_", "message_seq", "messages", "seq")
 
 
 def index_terms(

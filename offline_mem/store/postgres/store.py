@@ -2,7 +2,7 @@
 
 `PostgresStore` is the `MemoryStore` interface (store/interface.py) over PostgreSQL + pgvector,
 beside the SQLite `Store` and built the same way: it opens (and migrates) the database and hands
-each call to its part (reads, candidates, writes, jobs). What is not ported yet raises
+each call to its part (reads, candidates, messages, writes, jobs). What is not ported yet raises
 NotImplementedInStoreError naming the operation, before reading or writing anything; the list
 and the plan for each are in docs/design/postgresql.md.
 """
@@ -27,6 +27,7 @@ from ..records import AddPlan, HistoryRecord, MemoryRecord, MessageRecord
 from .candidates import PgCandidates
 from .connection import PgDatabase
 from .jobs import PgJobs
+from .messages import PgMessages
 from .migrations import SCHEMA_VERSION, MigrationContext, migrate
 from .reads import PgReads
 from .writes import PgWrites
@@ -45,6 +46,7 @@ class PostgresStore:
         self.embedder = embedder
         self.reads = PgReads(db)
         self.candidates = PgCandidates(db)
+        self.messages = PgMessages(db, self.reads)
         self.jobs = PgJobs(db)
         self.writes = PgWrites(db, self.reads, self.jobs)
 
@@ -157,7 +159,7 @@ class PostgresStore:
         return self.candidates.vector_similarities(vector, rowids)
 
     def keyword_stats(self, terms: Sequence[str], where: CompiledFilter) -> QueryStats:
-        _not_yet("the keyword signal of search")
+        return self.candidates.keyword_stats(terms, where)
 
     def keyword_candidates(
         self,
@@ -169,7 +171,10 @@ class PostgresStore:
         only_rowids: Sequence[int] | None = None,
         also_rowids: Sequence[int] = (),
     ) -> dict[int, float]:
-        _not_yet("the keyword signal of search")
+        return self.candidates.keyword_candidates(
+            stats, where, condition, limit=limit, only_rowids=only_rowids,
+            also_rowids=also_rowids,
+        )  # fmt: skip
 
     def entity_candidates(
         self,
@@ -179,17 +184,17 @@ class PostgresStore:
         *,
         limit: int,
     ) -> EntitySignal:
-        _not_yet("the entity signal of search")
+        return self.candidates.entity_candidates(norms, where, condition, limit=limit)
 
     # -- message search -------------------------------------------------------------------------
 
     def message_candidates(
         self, vector: np.ndarray, scope: Scope, *, k: int, as_of: datetime | None = None
     ) -> dict[int, float]:
-        _not_yet("searching messages")
+        return self.messages.message_candidates(vector, scope, k=k, as_of=as_of)
 
     def message_keyword_stats(self, terms: Sequence[str], scope: Scope) -> QueryStats:
-        _not_yet("searching messages")
+        return self.messages.message_keyword_stats(terms, scope)
 
     def message_keyword_candidates(
         self,
@@ -200,16 +205,18 @@ class PostgresStore:
         also_seqs: Sequence[int] = (),
         as_of: datetime | None = None,
     ) -> dict[int, float]:
-        _not_yet("searching messages")
+        return self.messages.message_keyword_candidates(
+            stats, scope, limit=limit, also_seqs=also_seqs, as_of=as_of
+        )
 
     def message_similarities(self, vector: np.ndarray, seqs: Sequence[int]) -> dict[int, float]:
-        _not_yet("searching messages")
+        return self.messages.message_similarities(vector, seqs)
 
     def message_replies(self, seqs: Sequence[int]) -> dict[int, int]:
-        _not_yet("searching messages")
+        return self.messages.message_replies(seqs)
 
     def message_hits(self, scored: dict[int, float]) -> list[MessageHit]:
-        _not_yet("searching messages")
+        return self.messages.message_hits(scored)
 
     # -- the message index: always complete (every add indexes its messages) --------------------
 
@@ -263,7 +270,7 @@ class PostgresStore:
         self.writes.delete_memory(record, now=now)
 
     def delete_message(self, message_id: str) -> StoredMessage | None:
-        _not_yet("deleting a message")
+        return self.messages.delete_message(message_id)
 
     def delete_scope(self, scope: Scope, *, now: datetime | None = None) -> int:
         return self.writes.delete_scope(scope, now=now)
