@@ -264,7 +264,10 @@ class PostgresStore:
         expiration_date: Any,
         now: datetime | None = None,
     ) -> MemoryRecord:
-        _not_yet("update")
+        return self.writes.update_memory(
+            record, text=text, text_hash=text_hash, vector=vector, terms=terms,
+            entities=entities, metadata=metadata, expiration_date=expiration_date, now=now,
+        )  # fmt: skip
 
     def delete_memory(self, record: MemoryRecord, *, now: datetime | None = None) -> None:
         self.writes.delete_memory(record, now=now)

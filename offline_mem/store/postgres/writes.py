@@ -11,6 +11,9 @@ import json
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
 
 from ...errors import MemoryNotFoundError, NotImplementedInStoreError
 from ...timeutil import iso, utc_now
@@ -200,7 +203,7 @@ class PgWrites:
         keywords.unindex(self.db, rowids, keywords.MEMORY_KEYWORDS)
         # the vector is a column of the row; entity_links and provenance cascade
         self.db.execute("DELETE FROM memories WHERE rowid = ANY(%s)", (rowids,))
-        self._drop_unlinked_entities()
+        self._drop_unlinked_entities([r.scope.key for r in records])
 
     def _verbatim_sources(self, record: MemoryRecord) -> list[int]:
         rows = self.db.query(
@@ -218,11 +221,13 @@ class PgWrites:
             keywords.unindex(self.db, seqs, keywords.MESSAGE_KEYWORDS)
             self.db.execute("DELETE FROM messages WHERE seq = ANY(%s)", (list(seqs),))
 
-    def _drop_unlinked_entities(self) -> None:
-        # TODO (docs/design/postgresql.md): only the deleted memories' scopes; this reads all
+    def _drop_unlinked_entities(self, scopes: Sequence[str]) -> None:
+        """The entities of these scope keys that no memory links to any more (entities are
+        per scope: other scopes' rows are not read)."""
         self.db.execute(
-            "DELETE FROM entities e WHERE NOT EXISTS "
-            "(SELECT 1 FROM entity_links l WHERE l.entity_rowid = e.rowid)"
+            "DELETE FROM entities e WHERE e.scope = ANY(%s) AND NOT EXISTS "
+            "(SELECT 1 FROM entity_links l WHERE l.entity_rowid = e.rowid)",
+            (sorted(set(scopes)),),
         )
 
     def delete_scope(self, scope: Scope, *, now: datetime | None = None) -> int:
@@ -255,5 +260,55 @@ class PgWrites:
                 "memories, messages, history, jobs"
             )
 
-    def update_memory(self, *args: object, **kwargs: object) -> MemoryRecord:
-        raise NotImplementedInStoreError("update is not implemented yet for PostgreSQL")
+    def update_memory(
+        self,
+        record: MemoryRecord,
+        *,
+        text: str | None,
+        text_hash: str | None,
+        vector: np.ndarray | None,
+        terms: Sequence[str] | None = None,
+        entities: Sequence[EntityMention] | None = None,
+        metadata: dict[str, Any] | None,
+        expiration_date: Any,  # a date string, None to clear, or Ellipsis to keep
+        now: datetime | None = None,
+    ) -> MemoryRecord:
+        """As store/writes.py: apply the changes and return the memory as committed."""
+        stamp = iso(now or utc_now())
+        with self.db.atomic():
+            current = self._locked(record.id)
+            if current is None:
+                raise MemoryNotFoundError(f"memory {record.id!r} no longer exists")
+            sets: list[str] = ["updated_at = %s"]
+            params: list[Any] = [stamp]
+            if text is not None:
+                sets += ["text = %s", "hash = %s"]
+                params += [text, text_hash]
+            if metadata is not None:
+                sets.append("metadata = %s")
+                params.append(json.dumps(metadata, ensure_ascii=False))
+            if expiration_date is not Ellipsis:
+                sets.append("expiration_date = %s")
+                params.append(expiration_date)
+            if text is not None and vector is not None:
+                sets.append("embedding = %s::vector")
+                params.append(vector_literal(vector))
+            self.db.execute(f"UPDATE memories SET {', '.join(sets)} WHERE rowid = %s",
+                            (*params, current.rowid))  # fmt: skip
+            if text is not None and vector is not None:
+                keywords.unindex(self.db, [current.rowid], keywords.MEMORY_KEYWORDS)
+                keywords.index_terms(
+                    self.db, current.rowid, partition_of(current.user_id), terms or [],
+                    keywords.MEMORY_KEYWORDS,
+                )  # fmt: skip
+                self.db.execute(
+                    "DELETE FROM entity_links WHERE memory_rowid = %s", (current.rowid,)
+                )
+                self._link_entities(current.rowid, current.scope, entities or [])
+                self._drop_unlinked_entities([current.scope.key])
+            new_text = text if text is not None else current.text
+            self._history(current.id, current.text, new_text, "UPDATE", stamp,
+                          current.actor_id, current.role)  # fmt: skip
+            updated = self.reads.get(current.id)
+        assert updated is not None
+        return updated
