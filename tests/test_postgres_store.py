@@ -155,8 +155,8 @@ def test_a_failed_add_leaves_nothing(
 
 def test_what_is_not_ported_raises_before_writing(pg_memory: Memory, postgres_url: str) -> None:
     pg_memory.add("I live in Porto", user_id="alice", infer=False)
-    with pytest.raises(NotImplementedInStoreError, match="async add"):
-        pg_memory.add("I like tea", user_id="alice", async_mode=True)
+    with pytest.raises(NotImplementedInStoreError, match="compact"):
+        pg_memory.compact()
     assert [
         item["memory"] for item in pg_memory.get_all(filters={"user_id": "alice"})["results"]
     ] == ["I live in Porto"]

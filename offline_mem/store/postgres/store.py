@@ -244,12 +244,10 @@ class PostgresStore:
     def apply_add(
         self, plan: AddPlan, *, now: datetime | None = None, job: NewJob | None = None
     ) -> list[str]:
-        if job is not None:
-            _not_yet("an async add (the extraction job queue)")
-        return self.writes.apply_add(plan, now=now)
+        return self.writes.apply_add(plan, now=now, job=job)
 
     def finish_job(self, claim: JobClaim, plan: AddPlan, results: Sequence[dict[str, Any]]) -> bool:
-        _not_yet("the extraction job queue")
+        return self.writes.finish_job(claim, plan, results)
 
     def update_memory(
         self,
@@ -281,16 +279,19 @@ class PostgresStore:
     def reset(self) -> None:
         self.writes.reset()
 
-    # -- the job queue: reports work, claims are not ported yet -----------------------------------
+    # -- the job queue, shared by every server's workers -----------------------------------------
 
     def claim_job(self, token: str, *, lease_s: float) -> JobRecord | None:
-        _not_yet("the extraction job queue")
+        return self.jobs.claim_job(token, lease_s=lease_s)
 
     def renew_claim(self, claim: JobClaim, *, lease_s: float) -> bool:
-        _not_yet("the extraction job queue")
+        return self.jobs.renew_claim(claim, lease_s=lease_s)
 
     def fail_job(self, claim: JobClaim, error: str, *, max_attempts: int, retry_s: float) -> str:
-        _not_yet("the extraction job queue")
+        return self.jobs.fail_job(claim, error, max_attempts=max_attempts, retry_s=retry_s)
+
+    def job_counts(self) -> dict[str, int]:
+        return self.jobs.job_counts()
 
     def job(self, job_id: str) -> JobRecord | None:
         return self.jobs.job(job_id)

@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import MemoryNotFoundError, NotImplementedInStoreError
+from ...errors import MemoryNotFoundError
 from ...timeutil import iso, utc_now
 from ...values import EntityMention, Scope, content_hash
+from ..jobs import JobClaim, NewJob
 from ..keyword_index import partition_of
 from ..records import AddPlan, MemoryRecord, NewMemory
 from ..writer import current_writer
@@ -38,18 +39,61 @@ class PgWrites:
         self.reads = reads
         self.jobs = jobs
 
-    def apply_add(self, plan: AddPlan, *, now: datetime | None = None) -> list[str]:
-        """Write messages, memories and everything attached to them; the new memories' ids."""
+    def apply_add(
+        self, plan: AddPlan, *, now: datetime | None = None, job: NewJob | None = None
+    ) -> list[str]:
+        """Write messages, memories and everything attached to them, and the extraction job of
+        an async add when given; returns the new memories' ids."""
         now = now or utc_now()
-        if plan.merges:  # only extraction merges, and extraction is not ported yet
-            raise NotImplementedInStoreError(
-                "the PostgreSQL store does not merge extracted facts yet"
-            )
         with self.db.atomic():
             seqs: list[int | None] = list(self._insert_messages(plan, now))
             for memory in plan.memories:
                 self._insert_memory(plan, memory, seqs, now)
+            self._merge(plan, seqs, now)
+            if job is not None:
+                # after the messages, under their lock: jobs' seqs are in commit order, so a
+                # scope's jobs run in the order of its adds
+                self.jobs.insert_job(plan.scope, job, iso(now))
         return [m.id for m in plan.memories]
+
+    def finish_job(self, claim: JobClaim, plan: AddPlan, results: Sequence[dict[str, Any]]) -> bool:
+        """Write a job's memories and mark it done, in one transaction; False, with nothing
+        written, when the claim is no longer ours (the job row is locked first, so no other
+        server can take it over meanwhile)."""
+        now = utc_now()
+        with self.db.atomic():
+            if not self.jobs.holds(claim):
+                return False
+            found = self.reads.messages_by_id([m.id for m in plan.messages])
+            seqs = [found[m.id].seq if m.id in found else None for m in plan.messages]
+            for memory in plan.memories:
+                self._insert_memory(plan, memory, seqs, now)
+            self._merge(plan, seqs, now)
+            self.jobs.mark_job_done(claim, results)
+        return True
+
+    def _merge(self, plan: AddPlan, seqs: Sequence[int | None], now: datetime) -> None:
+        """As store/writes.py: a merged fact's messages become sources of the active memory that
+        says it already, with a MERGE history row; a memory gone or superseded gains nothing."""
+        stamp = iso(now)
+        for merge in plan.merges:
+            row = self.db.query_one(
+                "SELECT rowid, text, actor_id, role FROM memories "
+                "WHERE id = %s AND scope = %s AND state = 'active' FOR UPDATE",
+                (merge.memory_id, plan.scope.key),
+            )
+            if row is None:
+                continue
+            rowid, text, actor_id, role = row
+            found = (seqs[i] for i in merge.source_messages)
+            sources = sorted({seq for seq in found if seq is not None})
+            self.db.executemany(
+                "INSERT INTO provenance (memory_rowid, message_seq) VALUES (%s, %s) "
+                "ON CONFLICT DO NOTHING",
+                [(rowid, seq) for seq in sources],
+            )
+            self._history(merge.memory_id, text, merge.text, "MERGE", stamp, actor_id, role,
+                          happened=merge.happened)  # fmt: skip
 
     def _insert_messages(self, plan: AddPlan, now: datetime) -> list[int]:
         if not plan.messages:
