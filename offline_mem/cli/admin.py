@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ from .common import (
     human_size,
     open_memory,
     pass_state,
+    require_file,
+    store_url,
 )
 
 EXIT_PROBLEMS = 1
@@ -136,7 +139,7 @@ def _job_stats(db: Any) -> dict[str, Any]:
 @pass_state
 def stats(state: CliState) -> None:
     """Memories per scope and state, file size, and the models in use."""
-    result = collect_stats(db_path(state))
+    result = collect_stats(require_file(state, "stats"))
     if state.json:
         echo_json(result)
         return
@@ -213,24 +216,45 @@ def flush(state: CliState, timeout: float | None) -> None:
 def export(state: CliState, dest: Path, vectors: bool) -> None:
     """Write every memory, message, entity and history row, and the extraction jobs not done
     yet, as JSONL to DEST (default stdout)."""
-    db = open_existing(db_path(state))
-    try:
-        total = sum(file_header(db, vectors=vectors)["counts"].values())
-        if str(dest) == "-":
-            written = export_file(db, sys.stdout, vectors=vectors)
-        else:
-            tmp = dest.with_name(dest.name + ".partial")
-            with _progress(total, "exporting") as bar, tmp.open("w", encoding="utf-8") as out:
-                written = export_file(db, out, vectors=vectors, progress=bar.update)
-            tmp.replace(dest)
-    finally:
-        db.close()
+    url = store_url(state)
+    if url is not None:  # a PostgreSQL database: the same lines (transfer/postgres.py)
+        from ..transfer import postgres
+
+        pg = postgres.open_database(url)
+        try:
+            total = postgres.export_total(pg, vectors=vectors)
+            written = _export_to(dest, total, lambda out, done: postgres.export_file(
+                pg, out, vectors=vectors, progress=done))  # fmt: skip
+        finally:
+            pg.close()
+    else:
+        db = open_existing(db_path(state))
+        try:
+            total = sum(file_header(db, vectors=vectors)["counts"].values())
+            written = _export_to(dest, total, lambda out, done: export_file(
+                db, out, vectors=vectors, progress=done))  # fmt: skip
+        finally:
+            db.close()
     if str(dest) != "-":
         summary = _summary(written)
         if state.json:
             echo_json({"exported": written, "path": str(dest)})
         else:
             click.echo(f"exported {summary} to {dest}")
+
+
+def _export_to(
+    dest: Path, total: int, write: Callable[[Any, Callable[[int], None] | None], dict[str, int]]
+) -> dict[str, int]:
+    """Write an export to stdout ("-") or, through a partial file renamed at the end, to
+    `dest`, with a progress bar."""
+    if str(dest) == "-":
+        return write(sys.stdout, None)
+    tmp = dest.with_name(dest.name + ".partial")
+    with _progress(total, "exporting") as bar, tmp.open("w", encoding="utf-8") as out:
+        written = write(out, bar.update)
+    tmp.replace(dest)
+    return written
 
 
 @click.command("import")
@@ -256,7 +280,7 @@ def import_(state: CliState, source: Any) -> None:
 def verify(state: CliState) -> None:
     """Check the file: SQLite integrity, a vector and keyword row for every memory, no orphans,
     consistent keyword statistics, the pinned embedder. Exit 1 when anything is wrong."""
-    path = db_path(state)
+    path = require_file(state, "verify")
     try:
         embedder, unavailable = configured_embedder(), None
     except ModelError as exc:
@@ -295,7 +319,7 @@ def verify(state: CliState) -> None:
 def backup(state: CliState, dest: Path) -> None:
     """A consistent copy of the memory file at DEST (SQLite's VACUUM INTO), safe while other
     processes are writing."""
-    db = open_existing(db_path(state))
+    db = open_existing(require_file(state, "backup"))
     try:
         backup_file(db, str(dest))
     finally:
@@ -311,7 +335,7 @@ def backup(state: CliState, dest: Path) -> None:
 def compact(state: CliState) -> None:
     """Give free pages back to the file system and leave no deleted text in the file or its WAL
     (SQLite's VACUUM: safe to interrupt). Other processes may keep reading meanwhile."""
-    db = open_existing(db_path(state))
+    db = open_existing(require_file(state, "compact"))
     try:
         result = db.compact()
     finally:
