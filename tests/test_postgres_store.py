@@ -155,8 +155,8 @@ def test_a_failed_add_leaves_nothing(
 
 def test_what_is_not_ported_raises_before_writing(pg_memory: Memory, postgres_url: str) -> None:
     pg_memory.add("I live in Porto", user_id="alice", infer=False)
-    with pytest.raises(NotImplementedInStoreError, match="compact"):
-        pg_memory.compact()
+    with pytest.raises(NotImplementedInStoreError, match="re-indexing"):
+        pg_memory.store.index_messages([], [], [])
     assert [
         item["memory"] for item in pg_memory.get_all(filters={"user_id": "alice"})["results"]
     ] == ["I live in Porto"]
@@ -220,3 +220,31 @@ def test_a_lost_connection_is_a_typed_error_and_the_next_call_reconnects(
 def test_store_config_is_checked(config: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         Memory(config, embedder=FakeEmbedder())
+
+
+def _relation_bytes(server: PostgresServer, url: str, table: str) -> bytes:
+    """The table's file on disk, after a CHECKPOINT has written every page."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+        row = conn.execute("SELECT pg_relation_filepath(%s)", (table,)).fetchone()
+    assert row is not None
+    return (server.data / row[0]).read_bytes()
+
+
+def test_compact_rewrites_the_tables_without_the_deleted_text(
+    pg_memory: Memory, postgres_url: str, postgres_server: PostgresServer
+) -> None:
+    for i in range(200):
+        pg_memory.add(f"secret number {i} is Zanzibar{i:04d}", user_id="alice", infer=False)
+    pg_memory.add("kept", user_id="bob", infer=False)
+    pg_memory.delete_all(user_id="alice")
+    # the deleted text is still on disk: the dead row versions keep it until VACUUM FULL
+    assert b"Zanzibar0007" in _relation_bytes(postgres_server, postgres_url, "messages")
+    result = pg_memory.compact()
+    assert result["bytes_after"] < result["bytes_before"]
+    assert result["free_bytes_before"] == result["bytes_before"] - result["bytes_after"]
+    for table in ("memories", "messages", "keyword_postings"):
+        assert b"Zanzibar" not in _relation_bytes(postgres_server, postgres_url, table)
+    assert [r["memory"] for r in pg_memory.get_all(filters={"user_id": "bob"})["results"]] == [
+        "kept"
+    ]
