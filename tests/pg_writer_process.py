@@ -3,10 +3,12 @@
     python tests/pg_writer_process.py URL adds --proc K [--start N]
     python tests/pg_writer_process.py URL drain --extract-ms M
 
-`adds`: raw adds of two messages each ("op<K>x<i> ..."), as user w<K>; every fifth operation
-deletes, every seventh updates the user's newest memory. Before each call it prints
+`adds`: raw adds of two messages each ("op<K>x<i> ..."), as user w<K> (or --user); every
+fifth operation deletes, every seventh updates the user's newest memory. Before each call it
+prints
 {"t": "intent", "i": i, "op": ..., ...} (with the memory's id for a delete or an update) and
-after it {"t": "ack", "i": i, ...} (with the new ids for an add), flushed. `drain` runs the
+after it {"t": "ack", "i": i, ...} (with the new ids for an add; "gone" when another writer
+deleted the memory first), flushed. `drain` runs the
 queued extraction jobs with an extractor that takes M ms per job and answers "User said
 <message>". Fake models.
 """
@@ -24,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from writer_process import WordAnalyzer  # spaCy's stand-in: starts in a fraction of a second
 
-from offline_mem import Memory
+from offline_mem import Memory, MemoryNotFoundError
 from offline_mem.pinned.extractor import Prompt
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer, new_message_lines
 
@@ -46,8 +48,17 @@ def say(**line: Any) -> None:
     print(json.dumps(line), flush=True)
 
 
-def adds(memory: Memory, proc: int, start: int) -> None:
-    user = f"w{proc}"
+def _gone(call: Any, *args: str) -> bool:
+    """Run a delete or update; True when another writer deleted its memory first (a typed
+    error, and nothing written)."""
+    try:
+        call(*args)
+    except MemoryNotFoundError:
+        return True
+    return False
+
+
+def adds(memory: Memory, proc: int, start: int, user: str) -> None:
     i = start
     while True:
         token = f"op{proc}x{i}"
@@ -55,15 +66,13 @@ def adds(memory: Memory, proc: int, start: int) -> None:
         target = newest[0]["id"] if newest else None
         if i % 5 == 4 and target is not None:
             say(t="intent", i=i, op="delete", id=target)
-            memory.delete(target)
-            say(t="ack", i=i)
+            say(t="ack", i=i, gone=_gone(memory.delete, target))
         elif i % 7 == 6 and target is not None:
             text = f"{token} updated text"
             say(t="intent", i=i, op="update", id=target, text=text)
-            memory.update(target, text)
-            say(t="ack", i=i)
+            say(t="ack", i=i, gone=_gone(memory.update, target, text))
         else:
-            messages = [{"role": "user", "content": f"{token} first turn about gardens"},
+            messages = [{"role": "user", "content": f"{token} first turn about Lisbon gardens"},
                         {"role": "assistant", "content": f"{token} second turn"}]  # fmt: skip
             say(t="intent", i=i, op="add", texts=[m["content"] for m in messages])
             out = memory.add(messages, user_id=user, infer=False)
@@ -72,11 +81,13 @@ def adds(memory: Memory, proc: int, start: int) -> None:
 
 
 def main() -> int:
+    """Any exception is fatal: the traceback goes to stderr and the process exits 1."""
     parser = argparse.ArgumentParser()
     parser.add_argument("url")
     parser.add_argument("mode", choices=("adds", "drain"))
     parser.add_argument("--proc", type=int, default=0)
     parser.add_argument("--start", type=int, default=0)
+    parser.add_argument("--user", help="the user to write as (default w<K>)")
     parser.add_argument("--extract-ms", type=float, default=0.0)
     args = parser.parse_args()
     extractor = SlowEcho(args.extract_ms)
@@ -85,7 +96,7 @@ def main() -> int:
                 analyzer=WordAnalyzer()) as memory:  # fmt: skip
         say(t="ready")
         if args.mode == "adds":
-            adds(memory, args.proc, args.start)
+            adds(memory, args.proc, args.start, args.user or f"w{args.proc}")
         else:
             memory.flush(timeout=600)
             say(t="drained")

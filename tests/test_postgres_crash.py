@@ -30,8 +30,8 @@ SEED = int(os.environ.get("OFFLINE_MEM_CRASH_SEED", "20240611"))
 
 
 def start_writer(url: str, log: Path, *args: str) -> subprocess.Popen[bytes]:
-    out = log.open("wb")
-    proc = subprocess.Popen([sys.executable, str(WRITER), url, *args], stdout=out)
+    out, err = log.open("wb"), log.with_suffix(".err").open("wb")
+    proc = subprocess.Popen([sys.executable, str(WRITER), url, *args], stdout=out, stderr=err)
     deadline = time.monotonic() + 60
     while b'"ready"' not in log.read_bytes():
         assert proc.poll() is None, f"the writer exited: {log.read_text()}"
@@ -67,6 +67,11 @@ INVARIANTS = {
     "(SELECT 1 FROM provenance p JOIN messages g ON g.seq = p.message_seq "
     "WHERE p.memory_rowid = m.rowid AND g.content = m.text) AND m.extractor_sha256 IS NULL "
     "AND m.text NOT LIKE '%updated text'",
+    "memory naming Lisbon without its entity link": "SELECT m.id FROM memories m "
+    "WHERE m.text LIKE '%Lisbon%' AND NOT EXISTS (SELECT 1 FROM entity_links l JOIN entities e "
+    "ON e.rowid = l.entity_rowid WHERE l.memory_rowid = m.rowid AND e.norm = 'lisbon')",
+    "entity linked to no memory": "SELECT e.norm FROM entities e WHERE NOT EXISTS "
+    "(SELECT 1 FROM entity_links l WHERE l.entity_rowid = e.rowid)",
     "extracted memory without a source": "SELECT m.id FROM memories m WHERE NOT EXISTS "
     "(SELECT 1 FROM provenance p WHERE p.memory_rowid = m.rowid) "
     "AND m.extractor_sha256 IS NOT NULL",
@@ -90,7 +95,7 @@ class Model:
             after.update(zip(ack["ids"], intent["texts"], strict=True))
         elif intent["op"] == "delete":
             after.pop(intent["id"], None)
-        elif intent["op"] == "update":
+        elif intent["op"] == "update" and not (ack or {}).get("gone"):
             after[intent["id"]] = intent["text"]
         return after
 
@@ -163,4 +168,30 @@ def test_sigkill_of_a_job_worker_loses_no_job(postgres_url: str, tmp_path: Path)
     adds = query(postgres_url, "SELECT new_memory FROM history WHERE event = 'ADD'")
     added = Counter(text for (text,) in adds)
     assert len(added) == jobs and set(added.values()) == {1}
+    assert broken(postgres_url) == {}
+
+
+def test_concurrent_writers_on_one_user_lose_nothing(postgres_url: str, tmp_path: Path) -> None:
+    """Three writers add, update and delete the same user's memories at once, then all are
+    killed: no writer failed (no deadlock; a memory another writer deleted first is a typed
+    MemoryNotFoundError), every acknowledged add is there unless some writer deleted it, and
+    the store's invariants hold (entity links included)."""
+    logs = [tmp_path / f"shared{k}.jsonl" for k in range(3)]
+    writers = [
+        start_writer(postgres_url, log, "adds", "--proc", str(k), "--user", "shared")
+        for k, log in enumerate(logs)
+    ]
+    time.sleep(4)
+    for writer, log in zip(writers, logs, strict=True):
+        assert writer.poll() is None, log.with_suffix(".err").read_text()
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+    events = [e for log in logs for e in lines(log)]
+    added = {i for e in events if e["t"] == "ack" and "ids" in e for i in e["ids"]}
+    deleted = {e["id"] for e in events if e["t"] == "intent" and e["op"] == "delete"}
+    now = set(stored(postgres_url, "shared"))
+    assert added - deleted <= now
+    assert len([e for e in events if e["t"] == "ack"]) > 30
+    updated = {e["text"] for e in events if e["t"] == "intent" and e["op"] == "update"}
+    assert {t for t in stored(postgres_url, "shared").values() if "updated" in t} <= updated
     assert broken(postgres_url) == {}

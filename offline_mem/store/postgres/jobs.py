@@ -155,6 +155,11 @@ class PgJobs:
                 (json.dumps(results, ensure_ascii=False), seq),
             )
 
+    def lock_jobs(self, scope: Scope) -> None:
+        """Lock the scope's job rows (a delete_all takes them before anything else)."""
+        where, params = scope_match(scope)
+        self.db.execute(f"SELECT 1 FROM jobs WHERE {where} ORDER BY seq FOR UPDATE", params)
+
     def delete_jobs(self, scope: Scope | None) -> None:
         where, params = ("TRUE", []) if scope is None else scope_match(scope)
         self.db.execute(f"DELETE FROM jobs WHERE {where}", params)

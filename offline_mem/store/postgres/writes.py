@@ -46,6 +46,7 @@ class PgWrites:
         an async add when given; returns the new memories' ids."""
         now = now or utc_now()
         with self.db.atomic():
+            self._lock_changed(plan)
             seqs: list[int | None] = list(self._insert_messages(plan, now))
             for memory in plan.memories:
                 self._insert_memory(plan, memory, seqs, now)
@@ -64,6 +65,7 @@ class PgWrites:
         with self.db.atomic():
             if not self.jobs.holds(claim):
                 return False
+            self._lock_changed(plan)
             found = self.reads.messages_by_id([m.id for m in plan.messages])
             seqs = [found[m.id].seq if m.id in found else None for m in plan.messages]
             for memory in plan.memories:
@@ -71,6 +73,18 @@ class PgWrites:
             self._merge(plan, seqs, now)
             self.jobs.mark_job_done(claim, results)
         return True
+
+    def _lock_changed(self, plan: AddPlan) -> None:
+        """Lock the existing memories the plan supersedes or merges into, in rowid order, before
+        anything else of the write: the order every write takes locks in is job rows, memory
+        rows, the messages' clock, keyword partitions (messages', then memories'), entities; so
+        writes of several servers wait for each other but never deadlock."""
+        ids = sorted({old for m in plan.memories for old in m.supersedes}
+                     | {merge.memory_id for merge in plan.merges})  # fmt: skip
+        if ids:
+            self.db.execute(
+                "SELECT 1 FROM memories WHERE id = ANY(%s) ORDER BY rowid FOR UPDATE", (ids,)
+            )
 
     def _merge(self, plan: AddPlan, seqs: Sequence[int | None], now: datetime) -> None:
         """As store/writes.py: a merged fact's messages become sources of the active memory that
@@ -167,16 +181,18 @@ class PgWrites:
             self._supersede(old_id, memory.id, stamp, happened)
 
     def _link_entities(self, rowid: int, scope: Scope, entities: Sequence[EntityMention]) -> None:
-        for entity in entities:
-            self.db.execute(
-                "INSERT INTO entities (scope, name, norm, kind) VALUES (%s, %s, %s, %s) "
-                "ON CONFLICT (scope, norm) DO NOTHING",
+        """The entity rows are taken with a lock (an upsert that rewrites nothing), so another
+        server's `_drop_unlinked_entities` cannot remove one before its link is committed."""
+        for entity in sorted(entities, key=lambda e: e.norm):
+            row = self.db.query_one(
+                "INSERT INTO entities AS e (scope, name, norm, kind) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (scope, norm) DO UPDATE SET name = e.name RETURNING rowid",
                 (scope.key, entity.name, entity.norm, entity.kind),
             )
             self.db.execute(
-                "INSERT INTO entity_links (entity_rowid, memory_rowid) SELECT rowid, %s "
-                "FROM entities WHERE scope = %s AND norm = %s ON CONFLICT DO NOTHING",
-                (rowid, scope.key, entity.norm),
+                "INSERT INTO entity_links (entity_rowid, memory_rowid) VALUES (%s, %s) "
+                "ON CONFLICT DO NOTHING",
+                (row[0], rowid),
             )
 
     def _supersede(self, old_id: str, new_id: str, stamp: str, happened: str) -> None:
@@ -268,9 +284,12 @@ class PgWrites:
     def _drop_unlinked_entities(self, scopes: Sequence[str]) -> None:
         """The entities of these scope keys that no memory links to any more (entities are
         per scope: other scopes' rows are not read)."""
+        # SKIP LOCKED: an entity another write is linking right now is left alone (it will have
+        # a link); this write never waits on an entity row, so never deadlocks on one
         self.db.execute(
-            "DELETE FROM entities e WHERE e.scope = ANY(%s) AND NOT EXISTS "
-            "(SELECT 1 FROM entity_links l WHERE l.entity_rowid = e.rowid)",
+            "DELETE FROM entities WHERE rowid IN (SELECT e.rowid FROM entities e "
+            "WHERE e.scope = ANY(%s) AND NOT EXISTS (SELECT 1 FROM entity_links l "
+            "WHERE l.entity_rowid = e.rowid) FOR UPDATE SKIP LOCKED)",
             (sorted(set(scopes)),),
         )
 
@@ -279,18 +298,19 @@ class PgWrites:
         stamp = iso(now or utc_now())
         where, params = scope_match(scope, "m")
         with self.db.atomic():
+            self.jobs.lock_jobs(scope)  # first: the lock order of _lock_changed
             rows = self.db.query(
                 f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {where} ORDER BY m.rowid "
                 "FOR UPDATE",
                 params,
             )
             records = [MemoryRecord.from_row(row) for row in rows]
-            self._delete_rows(records, stamp, whole_scope=True)
             msg_where, msg_params = scope_match(scope)
             seqs = [r[0] for r in self.db.query(
                 f"SELECT seq FROM messages WHERE {msg_where}", msg_params
             )]  # fmt: skip
-            self._delete_messages(seqs)
+            self._delete_messages(seqs)  # the messages' keyword rows before the memories'
+            self._delete_rows(records, stamp, whole_scope=True)
             self.jobs.delete_jobs(scope)
         return len(records)
 
