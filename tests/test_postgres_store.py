@@ -4,6 +4,7 @@ not raises NotImplementedInStoreError before changing anything."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import psycopg
@@ -248,3 +249,41 @@ def test_compact_rewrites_the_tables_without_the_deleted_text(
     assert [r["memory"] for r in pg_memory.get_all(filters={"user_id": "bob"})["results"]] == [
         "kept"
     ]
+
+
+def test_a_deadlock_the_server_breaks_is_a_typed_error(
+    pg_memory: Memory, postgres_url: str
+) -> None:
+    """Two transactions lock two rows in opposite orders: the server rolls one back, which
+    reaches the caller as StoreConflictError (no write of the store does this: its writes take
+    locks in one order; docs/design/postgresql.md)."""
+    from offline_mem import StoreConflictError
+    from offline_mem.store.postgres.connection import PgDatabase
+
+    for key in ("a", "b"):
+        pg_memory.add(f"row {key}", user_id=key, infer=False)
+    db = PgDatabase(postgres_url)
+    first_locked, second_locked = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def lock(first: str, second: str, mine: threading.Event, theirs: threading.Event) -> None:
+        try:
+            with db.atomic():
+                db.execute("SELECT 1 FROM memories WHERE user_id = %s FOR UPDATE", (first,))
+                mine.set()
+                theirs.wait(10)
+                db.execute("SELECT 1 FROM memories WHERE user_id = %s FOR UPDATE", (second,))
+        except BaseException as exc:  # one of the two is chosen
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=lock, args=("a", "b", first_locked, second_locked)),
+        threading.Thread(target=lock, args=("b", "a", second_locked, first_locked)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    db.close()
+    assert len(errors) == 1 and isinstance(errors[0], StoreConflictError)
+    assert "retry" in str(errors[0])
