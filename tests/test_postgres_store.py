@@ -287,3 +287,42 @@ def test_a_deadlock_the_server_breaks_is_a_typed_error(
     db.close()
     assert len(errors) == 1 and isinstance(errors[0], StoreConflictError)
     assert "retry" in str(errors[0])
+
+
+def test_a_server_without_pgvector_is_a_typed_error(embedder: FakeEmbedder) -> None:
+    """A copy of the test server's tree without pgvector's files: opening a database there is
+    MissingExtensionError naming what to install, and nothing is created."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from postgres_server import pg_bin_dir
+
+    from offline_mem import MissingExtensionError
+
+    base = Path(tempfile.mkdtemp(prefix="offline-mem-novector-"))
+    server = None
+    try:
+        base.chmod(0o755)  # the server may run as nobody (tests/postgres_server.py)
+        # the wheel's layout: its binaries find their libraries at $ORIGIN/../../../<pkg>.libs
+        install = pg_bin_dir().parent
+        tree = base / "site" / install.parent.name / install.name
+        shutil.copytree(install, tree, symlinks=True)
+        libs = install.parent.parent / f"{install.parent.name}.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, base / "site" / libs.name, symlinks=True)
+        removed = [p for p in tree.rglob("vector*") if p.is_file()]
+        assert any(p.suffix == ".so" for p in removed) and any(p.suffix == ".control"
+                                                               for p in removed)  # fmt: skip
+        for path in removed:
+            path.unlink()
+        server = PostgresServer(bin_dir=tree / "bin").start()
+        url = server.create_database("novector")
+        with pytest.raises(MissingExtensionError, match="install pgvector") as caught:
+            Memory({"store": url}, embedder=embedder)
+        assert "postgresql-18-pgvector" in str(caught.value)
+        assert _rows(url, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'") == [(0,)]
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(base, ignore_errors=True)
