@@ -1,8 +1,9 @@
 """The public API over both stores: every test here runs once on a SQLite file and once on a
 PostgreSQL database (tests/postgres_server.py), through one parametrised fixture.
 
-The store-agnostic tests of tests/test_api_raw.py are collected here again (imported below), so
-they run with this module's `memory` fixture, on both stores; the rest are written here. Fake
+The store-agnostic tests of tests/test_api_raw.py and tests/test_search_hybrid.py are collected
+here again (imported below), so they run with this module's `memory` fixture, on both stores;
+the rest are written here. Fake
 models (offline_mem/testing.py)."""
 
 from __future__ import annotations
@@ -30,6 +31,16 @@ from test_api_raw import (  # noqa: F401
     test_search_ranks_by_similarity_and_respects_threshold,
     test_timestamps_are_stored_as_observation_dates,
     test_update_reembeds_merges_metadata_and_records_history,
+)
+
+# the hybrid search's signals, filters and exact KNN, on both stores
+from test_search_hybrid import (  # noqa: F401
+    test_a_keyword_only_match_surfaces,
+    test_entity_signal_finds_memories_linked_to_a_query_entity,
+    test_explain_adds_up_on_a_fixed_scale,
+    test_filters_expiry_and_scope_hold_for_every_signal,
+    test_threshold_applies_to_the_final_score,
+    test_vector_knn_is_exact_under_selective_and_broad_filters,
 )
 
 from offline_mem import Memory, MemoryNotFoundError
