@@ -32,6 +32,11 @@ from .migrations import SCHEMA_VERSION, MigrationContext, migrate
 from .reads import PgReads
 from .writes import PgWrites
 
+HNSW_INDEX = (
+    "CREATE INDEX IF NOT EXISTS memories_embedding_hnsw ON memories "
+    "USING hnsw (embedding vector_cosine_ops)"
+)
+
 # every table that holds a memory's or a message's text, or rows derived from them
 COMPACTED_TABLES = (
     "memories", "messages", "history", "jobs", "entities", "entity_links", "provenance",
@@ -49,26 +54,35 @@ def _not_yet(what: str) -> NoReturn:
 
 
 class PostgresStore:
-    def __init__(self, db: PgDatabase, embedder: EmbedderIdentity) -> None:
+    def __init__(
+        self, db: PgDatabase, embedder: EmbedderIdentity, *, vector_index: str = "exact"
+    ) -> None:
         self.db = db
         self.embedder = embedder
         self.reads = PgReads(db)
-        self.candidates = PgCandidates(db)
+        self.candidates = PgCandidates(db, hnsw=vector_index == "hnsw")
         self.messages = PgMessages(db, self.reads)
         self.jobs = PgJobs(db)
         self.writes = PgWrites(db, self.reads, self.jobs)
 
     @classmethod
-    def open(cls, url: str, *, embedder: EmbedderIdentity) -> PostgresStore:
+    def open(
+        cls, url: str, *, embedder: EmbedderIdentity, vector_index: str = "exact"
+    ) -> PostgresStore:
+        """Open (and migrate) the database; `vector_index` "hnsw" creates pgvector's HNSW
+        index of the memories' vectors when it is missing (a first open builds it over every
+        row) and searches through it (PgCandidates)."""
         db = PgDatabase(url)
         try:
             with db.atomic():
                 migrate(db, MigrationContext(dimension=embedder.dimension))
                 _pin_embedder(db, embedder)
+                if vector_index == "hnsw":
+                    db.execute(HNSW_INDEX)
         except BaseException:
             db.close()
             raise
-        return cls(db, embedder)
+        return cls(db, embedder, vector_index=vector_index)
 
     def close(self) -> None:
         self.db.close()
