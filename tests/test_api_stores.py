@@ -8,6 +8,8 @@ models (offline_mem/testing.py)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -32,6 +34,7 @@ from test_api_raw import (  # noqa: F401
     test_timestamps_are_stored_as_observation_dates,
     test_update_reembeds_merges_metadata_and_records_history,
 )
+from test_async_add import CONVERSATION, GatedExtractor
 
 # the hybrid search's signals, filters and exact KNN, on both stores
 from test_search_hybrid import (  # noqa: F401
@@ -44,7 +47,7 @@ from test_search_hybrid import (  # noqa: F401
 )
 
 from offline_mem import Memory, MemoryNotFoundError
-from offline_mem.errors import ExtractionError
+from offline_mem.errors import ExtractionError, FlushTimeoutError
 from offline_mem.store import job_worker
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer, changes
 
@@ -65,9 +68,9 @@ def open_memory(store_config: dict[str, Any]) -> Iterator[OpenMemory]:
     """Opens a Memory on the store with a scripted FakeExtractor; all are closed after."""
     opened: list[Memory] = []
 
-    def make(*script: Any, still_true: Any = None, **config: Any) -> Memory:
+    def make(*script: Any, still_true: Any = None, extractor: Any = None, **config: Any) -> Memory:
         mem = Memory({**store_config, **config}, embedder=FakeEmbedder(),
-                     extractor=FakeExtractor(*script, still_true=still_true),
+                     extractor=extractor or FakeExtractor(*script, still_true=still_true),
                      entities=FakeEntities())  # fmt: skip
         opened.append(mem)
         return mem
@@ -229,3 +232,83 @@ def test_scopes_are_isolated(open_memory: OpenMemory) -> None:
     assert {r["memory"] for r in agent} == {"the agent keeps the locker key"}
     assert m.delete_all(agent_id="a1") == {"deleted": 1}
     assert len(m.get_all(filters=U1)["results"]) == 1
+
+
+def prompts(memory: Memory) -> list[str]:
+    assert isinstance(memory.extractor, FakeExtractor)
+    return [p.messages[-1]["content"] for p in memory.extractor.calls]
+
+
+def test_queued_adds_see_what_synchronous_adds_would_have_seen(open_memory: OpenMemory) -> None:
+    script = [answer(fact) for _, fact in CONVERSATION]
+    sync = open_memory(*script)
+    for text, _ in CONVERSATION:
+        sync.add(text, user_id="u1")
+    queued = open_memory(*script, job_worker=False)
+    for text, _ in CONVERSATION:
+        queued.add(text, user_id="u2", async_mode=True)
+    assert queued.pending(user_id="u2") == 3
+    queued.flush(timeout=30)
+    assert [p.replace("u2", "u1") for p in prompts(queued)] == prompts(sync)
+    assert sorted(texts(queued.get_all(filters={"user_id": "u2"}))) == sorted(
+        texts(sync.get_all(filters=U1)))  # fmt: skip
+
+
+def test_a_synchronous_add_runs_its_scopes_queued_jobs_first(open_memory: OpenMemory) -> None:
+    m = open_memory(*(answer(fact) for _, fact in CONVERSATION[:2]), job_worker=False)
+    m.add(CONVERSATION[0][0], user_id="u1", async_mode=True)
+    m.add(CONVERSATION[1][0], user_id="u1")
+    assert m.pending(user_id="u1") == 0
+    first, second = prompts(m)[:2]
+    assert CONVERSATION[0][0] in first and CONVERSATION[1][0] in second
+
+
+def test_flush_times_out_then_close_leaves_the_rest_queued(open_memory: OpenMemory) -> None:
+    m = open_memory(extractor=GatedExtractor())
+    gate = m.extractor
+    assert isinstance(gate, GatedExtractor)
+    for fruit in ("figs", "pears", "plums"):
+        m.add(f"I like {fruit}", user_id="u1", async_mode=True)
+    with pytest.raises(FlushTimeoutError, match="3 extraction job"):
+        m.flush(timeout=0.2)
+    assert gate.entered.wait(30)  # the first job is running
+    closing = threading.Thread(target=m.close)  # waits for the running job, takes no other
+    closing.start()
+    time.sleep(0.2)
+    assert closing.is_alive()
+    gate.gate.set()
+    closing.join(30)
+    assert not closing.is_alive()
+    again = open_memory(extractor=GatedExtractor(), job_worker=False)
+    assert texts(again.get_all(filters=U1)) == ["User I like figs"]
+    assert again.pending() == 2
+    again.extractor.gate.set()  # type: ignore[attr-defined]
+    again.flush(timeout=30)
+    assert sorted(texts(again.get_all(filters=U1))) == [
+        "User I like figs", "User I like pears", "User I like plums"]  # fmt: skip
+
+
+def test_a_job_whose_scope_was_deleted_while_it_ran_commits_nothing(
+    open_memory: OpenMemory,
+) -> None:
+    m = open_memory(extractor=GatedExtractor())
+    gate = m.extractor
+    assert isinstance(gate, GatedExtractor)
+    event = m.add("I like figs", user_id="u1", async_mode=True)["event_id"]
+    assert gate.entered.wait(30)
+    m.delete_all(user_id="u1")
+    gate.gate.set()
+    m.flush(timeout=30)
+    assert m.job(event) is None and m.get_all(filters=U1)["results"] == []
+
+
+def test_a_message_deleted_before_its_job_ran_is_left_out(open_memory: OpenMemory) -> None:
+    m = open_memory(answer("User likes figs"), job_worker=False)
+    turns = [{"role": "user", "content": "I like figs"}, {"role": "user", "content": "and plums"}]
+    m.add(turns, user_id="u1", async_mode=True)
+    (plums,) = m.search_messages("and plums", filters=U1, top_k=1)["results"]
+    assert plums["content"] == "and plums"
+    m.delete(plums["id"])
+    m.flush(timeout=30)
+    assert prompts(m)[0].count("plums") == 0
+    assert texts(m.get_all(filters=U1)) == ["User likes figs"]
