@@ -70,7 +70,15 @@ def test_the_cli_on_a_database(cli: Cli, postgres_url: str, tmp_path: Path) -> N
     assert cli.json("get", added[0]["id"], db=db)["memory"] == added[0]["memory"]
     cli.ok("delete", added[0]["id"], db=db)
     assert cli.json("search", "--user", "u1", "spare key", db=db)["results"] == []
-    for command in ("stats", "verify", "compact"):
+    cli.json("add", "--user", "u2", "--no-infer", "--expires", "2001-01-01", "an old note",
+             db=db)  # fmt: skip
+    stats = cli.json("stats", db=db)
+    assert stats["counts"] == {"memories": 1, "messages": 1, "history": 3, "entities": 0}
+    assert stats["scopes"] == [{"user_id": "u2", "agent_id": None, "run_id": None,
+                                "state": "active", "memories": 1, "expired": 1}]  # fmt: skip
+    assert stats["path"].startswith("postgresql://") and stats["file_size"] > 0
+    assert "database: postgresql://" in cli.ok("stats", db=db)
+    for command in ("verify", "compact"):
         refused = cli.run(command, db=db)
         assert refused.exit_code == 1 and "SQLite memory file" in refused.stderr
         assert "offline-mem-test" not in refused.stderr  # never the password

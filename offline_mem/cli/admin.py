@@ -64,6 +64,44 @@ def _model_names() -> dict[str, str]:
         return {}
 
 
+def collect_database_stats(url: str) -> dict[str, Any]:
+    """`collect_stats` of a PostgreSQL database: the same keys; `path` is the URL without its
+    password, `file_size` the bytes of offline_mem's tables, `space` those bytes as used."""
+    from ..config import redacted_url
+    from ..store.postgres.stats import database_stats
+    from ..transfer.postgres import open_database
+
+    db = open_database(url)
+    try:
+        found = database_stats(db)
+    finally:
+        db.close()
+    meta, names = found["meta"], _model_names()
+    return {
+        "path": redacted_url(url),
+        "file_size": found["table_bytes"],
+        "schema_version": meta.get("schema_version"),
+        "embedder": {
+            "name": meta.get("embedder_name"),
+            "sha256": meta.get("embedder_sha256"),
+            "dimension": meta.get("embedder_dimension"),
+        },
+        "extractors": [
+            {
+                "name": None if sha is None else names.get(sha, "unknown"),
+                "sha256": sha,
+                "prompt_version": prompt,
+                "memories": n,
+            }
+            for sha, prompt, n in found["extractors"]
+        ],
+        "counts": found["counts"],
+        "space": {"used_bytes": found["table_bytes"], "free_bytes": 0, "wal_bytes": 0},
+        "scopes": found["scopes"],
+        "jobs": found["jobs"],
+    }
+
+
 def collect_stats(path: str) -> dict[str, Any]:
     db = open_existing(path)
     try:
@@ -139,19 +177,26 @@ def _job_stats(db: Any) -> dict[str, Any]:
 @pass_state
 def stats(state: CliState) -> None:
     """Memories per scope and state, file size, and the models in use."""
-    result = collect_stats(require_file(state, "stats"))
+    url = store_url(state)
+    result = collect_stats(db_path(state)) if url is None else collect_database_stats(url)
     if state.json:
         echo_json(result)
         return
     e, space = result["embedder"], result["space"]
-    click.echo(
-        f"file: {result['path']} ({human_size(result['file_size'])}, "
-        f"schema {result['schema_version']})"
-    )
-    click.echo(
-        f"space: {human_size(space['used_bytes'])} used, {human_size(space['free_bytes'])} free"
-        f" (offline-mem compact gives it back), WAL {human_size(space['wal_bytes'])}"
-    )
+    if url is None:
+        click.echo(
+            f"file: {result['path']} ({human_size(result['file_size'])}, "
+            f"schema {result['schema_version']})"
+        )
+        click.echo(
+            f"space: {human_size(space['used_bytes'])} used, {human_size(space['free_bytes'])} "
+            f"free (offline-mem compact gives it back), WAL {human_size(space['wal_bytes'])}"
+        )
+    else:
+        click.echo(
+            f"database: {result['path']} ({human_size(result['file_size'])} of tables, "
+            f"schema {result['schema_version']})"
+        )
     click.echo(f"embedder: {e['name']} ({e['dimension']} dims, sha256 {e['sha256']})")
     for x in result["extractors"]:
         who = (
