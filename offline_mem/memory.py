@@ -3,18 +3,18 @@
 Each method validates everything first, runs the models outside any transaction, then hands the
 store one write that is a single transaction. Results keep Mem0's shapes. `Memory` holds its
 collaborators and hands them their calls: the reads (get, get_all, search, search_messages,
-history) go to a `MemoryReader` (memory_reads.py), the extraction jobs of async adds to
-`ExtractionJobs` (memory_jobs.py); the adds, updates and deletes are its own.
+history) go to a `MemoryReader` (memory_parts/reads.py), an add's write plan to an `AddWriter`
+(memory_parts/writes.py), the extraction jobs of async adds to `ExtractionJobs`
+(memory_parts/jobs.py); the
+validation of every call, updates and deletes are its own.
 """
 
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import date, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .config import (
     MemoryConfig,
@@ -24,10 +24,9 @@ from .config import (
     resolve_store_url,
 )
 from .errors import ConfigError, ModelError, ValidationError, shown
-from .extraction.lexicon import lexicon_for
-from .extraction.validity import valid_from
-from .memory_jobs import ExtractionJobs
-from .memory_reads import DEFAULT_SEARCH_THRESHOLD, MemoryReader, in_scope
+from .memory_parts.jobs import ExtractionJobs
+from .memory_parts.reads import DEFAULT_SEARCH_THRESHOLD, MemoryReader, in_scope
+from .memory_parts.writes import AddWriter
 from .pinned.embedder import Embedder, QueryVectorCache
 from .pinned.entities import EntityExtractor, NoEntities, SpacyEntities
 from .pinned.extractor import Extractor, LlamaExtractor
@@ -38,12 +37,10 @@ from .retrieval.retriever import Retriever
 from .store.interface import MemoryStore
 from .store.job_worker import JobWorker
 from .store.jobs import JobClaim, JobRecord
-from .store.messages import is_indexed_message, message_embedding_text
-from .store.records import AddPlan, NewMemory, NewMessage, keyword_text
+from .store.records import AddPlan, keyword_text
 from .store.store import Store
-from .timeutil import iso, parse_datetime, parse_expiration, utc_now
+from .timeutil import parse_datetime, parse_expiration, utc_now
 from .validation import (
-    Message,
     Skipped,
     check_memory_id,
     check_metadata,
@@ -52,10 +49,7 @@ from .validation import (
     normalize_messages,
     reject_unknown_kwargs,
 )
-from .values import EmbedderIdentity, Scope, content_hash
-
-if TYPE_CHECKING:
-    from .extraction.planner import AddRequest
+from .values import EmbedderIdentity, content_hash
 
 _UNSET: Any = Ellipsis
 
@@ -107,7 +101,11 @@ class Memory:
         )
         self.store: MemoryStore = self._open_store()
         self._lock = threading.RLock()
-        self._index_pending_messages()
+        self._writer = AddWriter(
+            self.store, embedder=self.embedder, analyzer=self.analyzer, entities=self.entities,
+            extractor=self.extractor, nlp=config.nlp, lock=self._lock,
+        )  # fmt: skip
+        self._writer.index_pending_messages()
         self._worker = JobWorker(self.store, self._run_job)
         self._reader = MemoryReader(
             self.store,
@@ -117,7 +115,7 @@ class Memory:
             self.weights,
         )
         self._jobs = ExtractionJobs(
-            self.store, self._worker, self._extract, lock=self._lock,
+            self.store, self._worker, self._writer.extract, lock=self._lock,
             embedder_sha256=self.embedder.identity.sha256, start_worker=config.job_worker,
         )  # fmt: skip
         if config.job_worker and self.store.pending_jobs():
@@ -180,71 +178,6 @@ class Memory:
             verified_model_dir(self.config.nlp or "en_core_web_sm", self.models_dir)
         )
 
-    def _prepared(self, plan: AddPlan) -> AddPlan:
-        """The plan with its memories' keyword terms, and entities where the caller found none,
-        so the transaction itself runs no model. Every add's memories get their entities here,
-        one batch, each text read once."""
-        memories = list(plan.memories)
-        pending = [i for i, m in enumerate(memories) if m.terms is None]
-        analyses = self.analyzer.analyze_batch([memories[i].keyword_text for i in pending])
-        for i, analysis in zip(pending, analyses, strict=True):
-            memories[i] = replace(memories[i], terms=analysis.terms)
-        unlinked = [i for i, m in enumerate(memories) if not m.entities]
-        mentions = self.entities.extract_batch([memories[i].text for i in unlinked])
-        for i, found in zip(unlinked, mentions, strict=True):
-            memories[i] = replace(memories[i], entities=list(found))
-        lexicon = lexicon_for(self.config.nlp)
-        for i, m in enumerate(memories):
-            memories[i] = replace(m, valid_from=valid_from(m.text, m.observed_at, lexicon))
-        return replace(plan, memories=memories)
-
-    def _apply(self, plan: AddPlan) -> None:
-        """Embed the plan's messages, then write it in one transaction (its memories are
-        `_prepared` already)."""
-        plan = replace(plan, messages=self._embed_messages(plan.messages, plan.memories))
-        with self._lock:
-            self.store.apply_add(plan)
-
-    def _embed_messages(
-        self, messages: Sequence[NewMessage], memories: Sequence[NewMemory]
-    ) -> list[NewMessage]:
-        """Give every indexed message its vector and keyword terms (both of
-        `message_embedding_text`); a raw add of a message without a name reuses its memory's
-        vector (same text)."""
-        known = {m.text: m.vector for m in memories}
-        texts = {
-            m.id: message_embedding_text(m.name, m.content)
-            for m in messages
-            if m.vector is None and is_indexed_message(m.role, m.content)
-        }
-        missing = sorted(set(texts.values()) - set(known))
-        if missing:
-            known.update(zip(missing, self.embedder.embed_batch(missing), strict=True))
-        distinct = sorted(set(texts.values()))
-        terms = {
-            text: analysis.terms
-            for text, analysis in zip(distinct, self.analyzer.analyze_terms(distinct), strict=True)
-        }
-        return [
-            replace(m, vector=known[texts[m.id]], terms=terms[texts[m.id]]) if m.id in texts else m
-            for m in messages
-        ]
-
-    def _index_pending_messages(self) -> None:
-        """Embed and keyword-index the messages of a file written before messages were indexed
-        (or imported without vectors); each batch is one transaction, so an interrupted run
-        resumes."""
-        if self.store.message_index_complete():
-            return
-        with self._lock:
-            for batch in self.store.pending_message_batches():
-                texts = [text for _, _, text in batch]
-                vectors = self.embedder.embed_batch(texts)
-                terms = [a.terms for a in self.analyzer.analyze_terms(texts)]
-                rows = [(seq, user) for seq, user, _ in batch]
-                self.store.index_messages(rows, vectors, terms)
-            self.store.mark_message_index("complete")
-
     # -- lifecycle ----------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -306,18 +239,18 @@ class Memory:
             raise ValidationError(
                 f"async_mode must be True, False or None, got {shown(async_mode)}"
             )
-        new_messages = [self._new_message(m, call_time) for m in parsed]
+        new_messages = [self._writer.new_message(m, call_time) for m in parsed]
         if memory_type == "procedural_memory" and scope.agent_id is None:
             raise ValidationError("memory_type='procedural_memory' needs an agent_id")
         if not infer and memory_type is None:
             return _reported(
-                self._add_raw(scope, parsed, new_messages, clean_metadata, expiry), skipped
+                self._writer.add_raw(scope, parsed, new_messages, clean_metadata, expiry), skipped
             )
         kind = "procedural" if memory_type else "facts"
         instructions = prompt if prompt is not None else self.config.custom_instructions
         if async_mode:
             job = self._jobs.new_job(new_messages, kind, clean_metadata, expiry, instructions)
-            plan = AddPlan(scope=scope, messages=self._embed_messages(new_messages, []),
+            plan = AddPlan(scope=scope, messages=self._writer.embed_messages(new_messages, []),
                            memories=[], embedder_sha256=self.embedder.identity.sha256)  # fmt: skip
             return _reported(self._jobs.enqueue(plan, job), skipped)
         # extraction's modules: a search or raw add never loads them
@@ -328,81 +261,13 @@ class Memory:
             instructions=instructions, now=utc_now(),
         )  # fmt: skip
         self._jobs.wait_for_queued(scope)  # the scope's async adds came first: theirs first
-        plan, results = self._extract(kind, request)
-        self._apply(plan)
+        plan, results = self._writer.extract(kind, request)
+        self._writer.apply(plan)
         return _reported({"results": results}, skipped)
-
-    def _extract(self, kind: str, request: AddRequest) -> tuple[AddPlan, list[dict[str, Any]]]:
-        """The extraction of an add, synchronous or queued: the write plan (its memories
-        analysed) and its results. The models run outside any lock, so other threads' reads and
-        writes go on meanwhile; nothing is written here, so nothing is written if it fails."""
-        from .extraction import planner
-
-        lexicon = lexicon_for(self.config.nlp)  # the fact checks' words, in the pipeline's language
-        models = planner.Models(self.embedder, self.extractor, self.entities, lexicon)
-        plan_for = planner.plan_procedural if kind == "procedural" else planner.plan_facts
-        plan, results, _ = plan_for(self.store, models, request)
-        return self._prepared(plan), results
 
     def _run_job(self, job: JobRecord, claim: JobClaim) -> bool:
         """The worker's call: run a claimed job (ExtractionJobs.run_job)."""
         return self._jobs.run_job(job, claim)
-
-    @staticmethod
-    def _new_message(message: Message, call_time: datetime | None) -> NewMessage:
-        observed = call_time
-        if message.timestamp is not None:
-            observed = parse_datetime(message.timestamp, what="message timestamp")
-        return NewMessage(
-            id=str(uuid.uuid4()),
-            role=message.role,
-            content=message.content,
-            name=message.name,
-            observed_at=None if observed is None else iso(observed),
-            metadata=message.metadata,
-            extract=message.extract,
-        )
-
-    def _add_raw(
-        self,
-        scope: Scope,
-        parsed: Sequence[Message],
-        new_messages: list[NewMessage],
-        metadata: dict[str, Any],
-        expiry: str | None,
-    ) -> dict[str, Any]:
-        chosen = [
-            i
-            for i, m in enumerate(parsed)
-            if m.role != "system" and m.extract and m.content.strip()
-        ]
-        texts = [parsed[i].content for i in chosen]
-        hashes = [content_hash(t) for t in texts]
-        vectors = self.embedder.embed_batch(texts)
-        with self._lock:
-            existing = self.store.hashes_in_scope(scope, hashes)
-            results, memories, seen = [], [], set(existing)
-            for index, text, digest, vector in zip(chosen, texts, hashes, vectors, strict=False):
-                message = parsed[index]
-                if digest in seen:
-                    continue  # exact duplicate of an active memory of this scope or this batch
-                seen.add(digest)
-                memory = NewMemory(
-                    id=str(uuid.uuid4()), text=text, hash=digest, vector=vector,
-                    keyword_text=keyword_text(text), metadata=dict(metadata),
-                    role=message.role, actor_id=message.name,
-                    observed_at=new_messages[index].observed_at,
-                    expiration_date=expiry, source_messages=[index],
-                )  # fmt: skip
-                memories.append(memory)
-                item = {"id": memory.id, "memory": text, "event": "ADD", "role": message.role}
-                if message.name is not None:
-                    item["actor_id"] = message.name
-                results.append(item)
-            plan = AddPlan(scope=scope, messages=new_messages, memories=memories,
-                           embedder_sha256=self.embedder.identity.sha256)  # fmt: skip
-            self._apply(self._prepared(plan))
-        return {"results": results}
 
     def update(
         self,

@@ -11,6 +11,7 @@ from urllib.parse import unquote
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+RESULT_TABLES = ROOT / "docs" / "results"
 PAGES = sorted(
     [
         ROOT / name
@@ -77,19 +78,32 @@ def test_every_relative_link_resolves(page: Path) -> None:
 def test_the_readme_links_every_docs_page() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for page in (ROOT / "docs").rglob("*.md"):
+        if page.parent == RESULT_TABLES:
+            continue  # a rendered results table; the results index links it
         assert str(page.relative_to(ROOT)) in readme, f"README.md does not link {page}"
+
+
+def test_the_results_index_links_every_rendered_table() -> None:
+    index = (ROOT / "benchmarks" / "results" / "README.md").read_text(encoding="utf-8")
+    for table in RESULT_TABLES.glob("*.md"):
+        assert f"docs/results/{table.name}" in index, f"the results index does not link {table}"
 
 
 def test_the_results_index_names_every_result_file() -> None:
     """benchmarks/results/README.md says what each file is and how it was made: a file it does
-    not name (a `.json` beside its indexed `.md` counts as named) is one nobody can place."""
+    not name is one nobody can place."""
     folder = ROOT / "benchmarks" / "results"
     index = (folder / "README.md").read_text()
     unnamed = [
         path.name
         for path in sorted(folder.iterdir())
-        if path.name != "README.md"
-        and path.name not in index
-        and not (path.suffix == ".json" and path.with_suffix(".md").name in index)
+        if path.name != "README.md" and path.name not in index
     ]
     assert not unnamed, unnamed
+
+
+def test_the_results_folder_holds_one_file_per_benchmark() -> None:
+    """One current result per benchmark: the folder stays small enough to read (at most 25 files
+    beside its index); a superseded run leaves it, and its figures go to the history page."""
+    files = [p for p in (ROOT / "benchmarks" / "results").iterdir() if p.name != "README.md"]
+    assert len(files) <= 25, sorted(p.name for p in files)

@@ -88,6 +88,9 @@ def test_the_docs_say_how_the_keyword_index_works(page: Path) -> None:
     """Our own BM25 over postings tables, not SQLite's FTS5 (which the code never uses)."""
     text = " ".join(page.read_text(encoding="utf-8").split())
     assert "postings tables" in text and "not SQLite's FTS5" in text
-    keyword_tables = (ROOT / "offline_mem" / "store" / "migrations.py").read_text(encoding="utf-8")
+    keyword_tables = "".join(
+        path.read_text(encoding="utf-8")
+        for path in sorted((ROOT / "offline_mem" / "store" / "migrations").glob("*.py"))
+    )
     assert "CREATE TABLE keyword_postings" in keyword_tables
     assert not re.search(r"USING\s+fts5", keyword_tables, re.IGNORECASE)

@@ -24,7 +24,15 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     # what runs models against the file: an add's extraction, a search, export and import
     {"extraction": ("extraction",), "retrieval": ("retrieval",), "transfer": ("transfer",)},
     # the public API
-    {"api": ("__init__", "memory", "memory_reads", "memory_jobs", "async_memory", "testing")},
+    {
+        "api": (
+            "__init__",
+            "memory",
+            "memory_parts",
+            "async_memory",
+            "testing",
+        )
+    },
     # its front ends
     {"mcp": ("mcp",)},
     {"server": ("server",)},  # serves the MCP tools over HTTP

@@ -95,7 +95,7 @@ def test_a_kill_inside_the_migration_leaves_the_old_layout(tmp_path) -> None:
         "import sys, time\n"
         f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
         "from offline_mem.store import migrations\n"
-        "step = migrations._m008_vectors_by_row\n"
+        "step = migrations.m008_vectors_by_row.apply\n"
         "def stalled(db, ctx):\n"
         "    step(db, ctx)\n"
         "    print('migrated, not committed', flush=True)\n"

@@ -2,7 +2,7 @@
 
 A seed-fixed subset of the benchmark set (benchmarks/retrieval/dataset.py): 12 queries of each
 type over ~390 memories in the searched scope plus a distractor scope. The full set and the
-per-signal table are in benchmarks/results/retrieval.md (`benchmarks/retrieval/run.py`).
+per-signal table are in docs/results/retrieval.md (`benchmarks/retrieval/run.py`).
 
 Held here:
   - hybrid recall@5 overall >= FLOOR (the value measured on this subset minus MARGIN; one

@@ -7,7 +7,10 @@ Each test writes a unique marker, deletes what holds it, and reads the raw bytes
 
 from __future__ import annotations
 
+import logging
 import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -17,12 +20,32 @@ from offline_mem import Memory
 from offline_mem.testing import FakeEmbedder, FakeExtractor, answer
 
 
+class _StoreWarnings(logging.Handler):
+    """The store's warnings (a checkpoint after a delete that a reader's snapshot kept), so a
+    failure below says why the text stayed."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append(record.getMessage())
+
+
+STORE_WARNINGS = _StoreWarnings()
+logging.getLogger("offline_mem.store").addHandler(STORE_WARNINGS)
+
+
 def on_disk(path: str, marker: str) -> list[str]:
-    """The files of the memory (main, WAL) that hold the marker's bytes."""
+    """The files of the memory (main, WAL) that hold the marker's bytes, each with the WAL's
+    size and the store's last warning."""
     needle = marker.encode()
-    return [
-        p for p in (path, path + "-wal") if os.path.isfile(p) and needle in Path(p).read_bytes()
-    ]
+    wal = path + "-wal"
+    why = (
+        f" (WAL {os.path.getsize(wal) if os.path.isfile(wal) else 0} bytes; "
+        f"store warned: {STORE_WARNINGS.seen[-1:]})"
+    )
+    return [p + why for p in (path, wal) if os.path.isfile(p) and needle in Path(p).read_bytes()]
 
 
 def marker() -> str:
@@ -181,3 +204,41 @@ def test_a_new_file_has_8_kib_pages_and_a_vector_costs_a_fifth_of_one(tmp_path) 
             "AND pagetype = 'leaf'"
         )
     assert cells == 40 and pages <= 9, (pages, cells)
+
+
+READER = """
+import sqlite3, sys
+reader = sqlite3.connect(sys.argv[1], isolation_level=None)
+reader.execute("BEGIN")
+reader.execute("SELECT count(*) FROM memories").fetchone()
+print("reading", flush=True)
+sys.stdin.readline()
+reader.execute("COMMIT")
+"""
+
+
+def test_a_reader_holding_a_snapshot_keeps_the_text_until_compact_and_says_so(tmp_path) -> None:
+    """Another process reading through a delete keeps the WAL frames that hold the text: the
+    delete does not wait for it (it retries for up to a second), warns, and the next compact,
+    once the reader is gone, erases the text."""
+    path = str(tmp_path / "m.db")
+    secret = marker()
+    with open_memory(path) as memory:
+        filler(memory, "ana")
+        added = memory.add(f"my door code is {secret}", user_id="ana", infer=False)
+        # another process: SQLite's locks are the process's, so a reader in this one would not
+        # hold the checkpoint back
+        reader = subprocess.Popen(
+            [sys.executable, "-c", READER, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        try:
+            assert reader.stdout is not None and reader.stdout.readline().strip() == b"reading"
+            before = len(STORE_WARNINGS.seen)
+            memory.delete(added["results"][0]["id"])
+            assert len(STORE_WARNINGS.seen) == before + 1
+            assert "a reader's snapshot kept it" in STORE_WARNINGS.seen[-1]
+            assert on_disk(path, secret)
+        finally:
+            reader.communicate(b"done\n", timeout=30)
+        memory.compact()
+        assert on_disk(path, secret) == []

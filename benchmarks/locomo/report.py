@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..tables import table_path
+
 TYPE_ORDER = ("single_fact", "latest", "temporal", "multi_hop", "not_mentioned", "open_domain")
 
 
@@ -232,6 +234,6 @@ def write_all(report: dict[str, Any], out_dir: Path, stem_name: str) -> list[Pat
     stem = out_dir / stem_name
     json_path = stem.with_suffix(".json")
     json_path.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
-    md_path = stem.with_suffix(".md")
+    md_path = table_path(out_dir, f"{stem_name}.md")
     md_path.write_text(markdown(report))
     return [json_path, md_path, *plots(report, stem)]

@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.retrieval.dataset import KINDS, RetrievalSet, build  # noqa: E402
+from benchmarks.tables import table_path  # noqa: E402
 from offline_mem.memory import Memory  # noqa: E402
 from offline_mem.pinned.model_files import model_identity  # noqa: E402
 from offline_mem.retrieval import search as search_module  # noqa: E402
@@ -408,7 +409,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "retrieval.json").write_text(json.dumps(report, indent=1) + "\n")
-    (out / "retrieval.md").write_text(markdown(report))
+    table_path(out, "retrieval.md").write_text(markdown(report))
     print(markdown(report))
 
 

@@ -48,6 +48,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.tables import table_path  # noqa: E402
 from offline_mem.memory import Memory  # noqa: E402
 from offline_mem.pinned.model_files import model_identity  # noqa: E402
 from offline_mem.retrieval.search import SearchRequest, hybrid_search  # noqa: E402
@@ -586,7 +587,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "scale.json").write_text(json.dumps(report, indent=1) + "\n")
-    (out / "scale.md").write_text(markdown(report))
+    table_path(out, "scale.md").write_text(markdown(report))
     print(markdown(report))
     if not args.keep:
         shutil.rmtree(folder, ignore_errors=True)

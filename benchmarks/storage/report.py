@@ -18,6 +18,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks.tables import table_path
+
 ORDER = ["users200", "scopes1k", "scopes10k", "scopes100k", "one100k", "one1m"]
 
 
@@ -227,7 +231,7 @@ def main() -> None:
     if machine:
         lines += ["", f"Machine: {machine['cores']} cores ({machine['cpu']}), loaded by other work "
                   "during these runs (latencies are noisy; compare within a pair)."]  # fmt: skip
-    (out / "storage_scale.md").write_text("\n".join(lines) + "\n")
+    table_path(out, "storage_scale.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

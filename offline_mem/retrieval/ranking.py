@@ -25,7 +25,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Weights:
-    """Defaults from the sweep in benchmarks/results/retrieval.md: every setting with a keyword
+    """Defaults from the sweep in docs/results/retrieval.md: every setting with a keyword
     weight above 0.05 lost paraphrase queries to memories sharing one common word, while 0.05
     still lifts number queries (recall@5 0.88 -> 0.96) and entity links carry names."""
 

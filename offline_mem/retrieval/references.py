@@ -9,7 +9,7 @@ first results and searches again with the name in its place ("Which city does Br
 
 Pure functions over strings (no model: the small spaCy pipeline labels "Ines" an organisation
 and "Valencia" a person). `search_resolving` is the one way a search (of facts or of messages,
-memory_reads.py) resolves them: it is handed the search to run.
+memory_parts/reads.py) resolves them: it is handed the search to run.
 """
 
 from __future__ import annotations

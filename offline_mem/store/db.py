@@ -199,6 +199,7 @@ class Database:
         self._connections_lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._memory = path == ":memory:"
+        self.last_checkpoint: tuple[int, ...] | str | None = None  # the last checkpoint's outcome
         self._serial: Any = threading.RLock() if self._memory else contextlib.nullcontext()
         self._closed = False
         self._check = check
@@ -428,11 +429,14 @@ class Database:
                 if not wait:
                     conn.execute("PRAGMA busy_timeout = 0")
                 row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            except self.driver.Error:
+            except self.driver.Error as exc:
+                self.last_checkpoint = f"failed: {exc}"
                 return False
             finally:
                 if not wait:
                     conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+        # (busy, WAL frames, frames checkpointed): what a failed erase reports
+        self.last_checkpoint = None if row is None else tuple(row)
         return row is not None and int(row[0]) == 0
 
     def vacuum(self) -> None:

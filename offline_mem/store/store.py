@@ -10,6 +10,7 @@ own, outside that interface.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -37,6 +38,7 @@ from .writes import MemoryWrites
 # deleted message's text still in the file (the job worker's poll is such a reader).
 ERASE_TRIES = 21
 ERASE_RETRY_S = 0.05
+log = logging.getLogger(__name__)
 
 
 class Store:
@@ -402,7 +404,14 @@ class Store:
             if self.db.checkpoint(wait=False):
                 return True
             time.sleep(ERASE_RETRY_S)
-        return self.db.checkpoint(wait=False)
+        if self.db.checkpoint(wait=False):
+            return True
+        log.warning(
+            "deleted text stays in the WAL until the next checkpoint or compact: a reader's "
+            "snapshot kept it (checkpoint: %s)",
+            self.db.last_checkpoint,
+        )
+        return False
 
     def compact(self) -> dict[str, int]:
         return self.db.compact()

@@ -108,7 +108,7 @@ JOB_FIELDS: dict[str, tuple[type, ...]] = {
     "created_at": _STR,
     "finished_at": _OPT,
 }
-# What a job's run reads from its request (memory_jobs.py `ExtractionJobs.new_job` writes it).
+# What a job's run reads from its request (memory_parts/jobs.py `ExtractionJobs.new_job` writes it).
 JOB_REQUEST_FIELDS: dict[str, tuple[type, ...]] = {
     "messages": (list,),  # [{"id": message id, "extract": bool}]
     "metadata": (dict,),

@@ -209,7 +209,7 @@ ROW_CHECKS = {
 
 
 def _check_validity(row: dict[str, Any]) -> None:
-    """valid_from and valid_to as a store writes them (store/integrity.py `_validity`); an
+    """valid_from and valid_to as a store writes them (store/integrity/rows.py `validity`); an
     export from before they existed has neither (import gives the message's date)."""
     start, end = row["valid_from"], row["valid_to"]
     if start is None:

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import MemoryNotFoundError, ValidationError, shown
-from .pinned.embedder import Embedder
-from .pinned.entities import EntityExtractor
-from .retrieval.evidence import MESSAGE_WEIGHTS
-from .retrieval.ranking import Weights
-from .retrieval.retriever import Retriever
-from .retrieval.search import SearchRequest
-from .store.filters import compile_filters
-from .store.interface import MemoryStore
-from .store.messages import StoredMessage
-from .store.records import MemoryRecord
-from .timeutil import is_expired, parse_as_of, utc_now
-from .validation import (
+from ..errors import MemoryNotFoundError, ValidationError, shown
+from ..pinned.embedder import Embedder
+from ..pinned.entities import EntityExtractor
+from ..retrieval.evidence import MESSAGE_WEIGHTS
+from ..retrieval.ranking import Weights
+from ..retrieval.retriever import Retriever
+from ..retrieval.search import SearchRequest
+from ..store.filters import compile_filters
+from ..store.interface import MemoryStore
+from ..store.messages import StoredMessage
+from ..store.records import MemoryRecord
+from ..timeutil import is_expired, parse_as_of, utc_now
+from ..validation import (
     check_memory_id,
     check_offset,
     check_text,
@@ -30,7 +30,7 @@ from .validation import (
     make_scope,
     reject_unknown_kwargs,
 )
-from .values import Scope
+from ..values import Scope
 
 DEFAULT_SEARCH_THRESHOLD = 0.1
 

@@ -16,18 +16,18 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .errors import FlushTimeoutError, ValidationError, shown
-from .store.interface import MemoryStore
-from .store.job_worker import POLL_S, JobWorker
-from .store.jobs import JobClaim, JobRecord, NewJob
-from .store.records import AddPlan, MessageRecord, NewMessage
-from .store.writer import current_writer, written_by
-from .timeutil import iso, parse_datetime, utc_now
-from .validation import check_memory_id, make_scope
-from .values import Scope
+from ..errors import FlushTimeoutError, ValidationError, shown
+from ..store.interface import MemoryStore
+from ..store.job_worker import POLL_S, JobWorker
+from ..store.jobs import JobClaim, JobRecord, NewJob
+from ..store.records import AddPlan, MessageRecord, NewMessage
+from ..store.writer import current_writer, written_by
+from ..timeutil import iso, parse_datetime, utc_now
+from ..validation import check_memory_id, make_scope
+from ..values import Scope
 
 if TYPE_CHECKING:
-    from .extraction.planner import AddRequest
+    from ..extraction.planner import AddRequest
 
 # An add's extraction: its write plan, complete but for the messages' index rows, and results.
 Extract = Callable[[str, "AddRequest"], tuple[AddPlan, list[dict[str, Any]]]]
@@ -84,7 +84,7 @@ class ExtractionJobs:
     def run_job(self, job: JobRecord, claim: JobClaim) -> bool:
         """Run a claimed job with the synchronous add's extraction, and commit its memories with
         the job marked done in one transaction; False when the claim was lost meanwhile."""
-        from .extraction import planner
+        from ..extraction import planner
 
         given = job.request
         stored = self.store.messages_by_id([m["id"] for m in given["messages"]])
