@@ -65,6 +65,9 @@ class MemoryConfig:
     # an existing 0-byte file at `path` becomes a new memory file (else it is refused as a
     # truncated one); a path with no file is always created
     init_empty_file: bool = False
+    # PostgreSQL only: "exact" (every search ranks all of the filter's rows) or "hnsw" (pgvector's
+    # HNSW index, approximate: docs/postgresql.md gives its measured recall)
+    vector_index: str = "exact"
 
     @classmethod
     def from_dict(cls, values: dict[str, Any] | None) -> MemoryConfig:
@@ -99,6 +102,10 @@ class MemoryConfig:
             raise ConfigError(
                 f"config 'vector_cache_mb' must be a number of MiB >= 0, got {shown(cache_mb)}"
             )
+        index = values.get("vector_index", cls.vector_index)
+        if index not in VECTOR_INDEXES:
+            raise ConfigError(f"config 'vector_index' must be one of {VECTOR_INDEXES}, got "
+                              f"{shown(index)}")  # fmt: skip
         return cls(**values)
 
     @property
@@ -110,6 +117,7 @@ class MemoryConfig:
 
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+VECTOR_INDEXES = ("exact", "hnsw")
 
 
 def is_postgres_url(value: str) -> bool:

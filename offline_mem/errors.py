@@ -69,6 +69,11 @@ class StoreLoginError(StoreConnectionError, PermissionError):
     """The database server refused the login (user, password or pg_hba.conf)."""
 
 
+class StoreConflictError(StoreError):
+    """The database broke a conflict between this write and another session's (a deadlock or a
+    serialization failure); this write was rolled back whole and may be retried."""
+
+
 class MissingExtensionError(StoreError):
     """The database lacks an extension the store needs (pgvector's `vector`); the message says
     what to install."""

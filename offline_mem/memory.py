@@ -23,7 +23,7 @@ from .config import (
     resolve_models_dir,
     resolve_store_url,
 )
-from .errors import ModelError, ValidationError, shown
+from .errors import ConfigError, ModelError, ValidationError, shown
 from .memory_parts.jobs import ExtractionJobs
 from .memory_parts.reads import DEFAULT_SEARCH_THRESHOLD, MemoryReader, in_scope
 from .memory_parts.writes import AddWriter
@@ -131,7 +131,16 @@ class Memory:
         if self.store_url is not None:
             from .store.postgres import PostgresStore
 
-            return PostgresStore.open(self.store_url, embedder=self.embedder.identity)
+            return PostgresStore.open(
+                self.store_url,
+                embedder=self.embedder.identity,
+                vector_index=self.config.vector_index,
+            )
+        if self.config.vector_index != "exact":
+            raise ConfigError(
+                f"config 'vector_index' {self.config.vector_index!r} needs a PostgreSQL 'store'; "
+                "the memory file's search is exact"
+            )
         if self.path != ":memory:":
             from pathlib import Path
 

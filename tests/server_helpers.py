@@ -28,7 +28,7 @@ class Running:
     token: str
     process: subprocess.Popen[bytes]
     log: Path
-    db: Path
+    db: Path | str
 
     def client(self, token: str | None = None, **kwargs: object) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token or self.token}"}
@@ -42,23 +42,30 @@ class Running:
 
 @contextmanager
 def serve(
-    db: Path,
+    db: Path | str,
     *serve_args: str,
     facts: Sequence[str] = (),
     fakes: bool = True,
     slow: float = 0.0,
     extra_env: dict[str, str] | None = None,
+    workdir: Path | None = None,
 ) -> Iterator[Running]:
-    """`offline-mem --db DB serve --port 0 SERVE_ARGS`, until the block ends (SIGTERM)."""
+    """`offline-mem --db DB serve --port 0 SERVE_ARGS`, until the block ends (SIGTERM). DB is a
+    memory file, or a postgresql:// URL (then `workdir` holds the log)."""
     helper = ["--fakes"] if fakes else []
     helper += [arg for fact in facts for arg in ("--fact", fact)]
     helper += ["--slow", str(slow)] if slow else []
-    log = db.parent / f"serve-{db.stem}.log"
+    if isinstance(db, str):
+        assert workdir is not None, "a database URL needs a workdir for the server's log"
+        log = workdir / "serve-postgres.log"
+    else:
+        workdir = db.parent
+        log = db.parent / f"serve-{db.stem}.log"
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(extra_env or {})}
     args = [sys.executable, str(HELPER), *helper, "--", "--db", str(db), "serve", "--port", "0",
             *serve_args]  # fmt: skip
     with log.open("ab") as err:
-        process = subprocess.Popen(args, stdout=err, stderr=err, env=env, cwd=db.parent)
+        process = subprocess.Popen(args, stdout=err, stderr=err, env=env, cwd=workdir)
     running = None
     try:
         url = _wait_for_url(log, process)
@@ -76,10 +83,11 @@ def serve(
                 process.wait()
 
 
-def _token_file(serve_args: Sequence[str], db: Path) -> Path:
+def _token_file(serve_args: Sequence[str], db: Path | str) -> Path:
     args = list(serve_args)
     if "--token-file" in args:
         return Path(args[args.index("--token-file") + 1])
+    assert isinstance(db, Path), "serving a database needs --token-file"
     return db.with_name(db.name + ".token")
 
 

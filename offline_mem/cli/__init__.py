@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from ..config import is_postgres_url
 from ..errors import OfflineMemError
 from ..pinned.process_tuning import claim_process
 from .common import CliState
@@ -62,16 +63,20 @@ def _one_line(exc: BaseException) -> str:
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
     envvar="OFFLINE_MEM_DB",
-    help="The memory file (default $OFFLINE_MEM_DB, else ~/.local/share/offline_mem/memory.db).",
+    metavar="FILE|URL",
+    help="The memory file (default $OFFLINE_MEM_DB, else ~/.local/share/offline_mem/memory.db), "
+    "or a PostgreSQL database's postgresql:// URL.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
 @click.pass_context
-def main(ctx: click.Context, db: Path | None, as_json: bool, debug: bool) -> None:
+def main(ctx: click.Context, db: str | None, as_json: bool, debug: bool) -> None:
     """offline_mem: agent memory that never leaves the machine."""
-    ctx.obj = CliState(db=db, json=as_json, debug=debug)
+    where: Path | str | None = db
+    if db is not None and not is_postgres_url(db):
+        where = Path(db)  # a URL stays as given: a Path would fold its "//"
+    ctx.obj = CliState(db=where, json=as_json, debug=debug)
 
 
 # Command groups, one module each.

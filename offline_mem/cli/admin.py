@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ from .common import (
     human_size,
     open_memory,
     pass_state,
+    require_file,
+    store_url,
 )
 
 EXIT_PROBLEMS = 1
@@ -59,6 +62,44 @@ def _model_names() -> dict[str, str]:
         return {spec.primary_file.sha256: spec.name for spec in load_manifest(None)}
     except (OfflineMemError, OSError):
         return {}
+
+
+def collect_database_stats(url: str) -> dict[str, Any]:
+    """`collect_stats` of a PostgreSQL database: the same keys; `path` is the URL without its
+    password, `file_size` the bytes of offline_mem's tables, `space` those bytes as used."""
+    from ..config import redacted_url
+    from ..store.postgres.stats import database_stats
+    from ..transfer.postgres import open_database
+
+    db = open_database(url)
+    try:
+        found = database_stats(db)
+    finally:
+        db.close()
+    meta, names = found["meta"], _model_names()
+    return {
+        "path": redacted_url(url),
+        "file_size": found["table_bytes"],
+        "schema_version": meta.get("schema_version"),
+        "embedder": {
+            "name": meta.get("embedder_name"),
+            "sha256": meta.get("embedder_sha256"),
+            "dimension": meta.get("embedder_dimension"),
+        },
+        "extractors": [
+            {
+                "name": None if sha is None else names.get(sha, "unknown"),
+                "sha256": sha,
+                "prompt_version": prompt,
+                "memories": n,
+            }
+            for sha, prompt, n in found["extractors"]
+        ],
+        "counts": found["counts"],
+        "space": {"used_bytes": found["table_bytes"], "free_bytes": 0, "wal_bytes": 0},
+        "scopes": found["scopes"],
+        "jobs": found["jobs"],
+    }
 
 
 def collect_stats(path: str) -> dict[str, Any]:
@@ -136,19 +177,26 @@ def _job_stats(db: Any) -> dict[str, Any]:
 @pass_state
 def stats(state: CliState) -> None:
     """Memories per scope and state, file size, and the models in use."""
-    result = collect_stats(db_path(state))
+    url = store_url(state)
+    result = collect_stats(db_path(state)) if url is None else collect_database_stats(url)
     if state.json:
         echo_json(result)
         return
     e, space = result["embedder"], result["space"]
-    click.echo(
-        f"file: {result['path']} ({human_size(result['file_size'])}, "
-        f"schema {result['schema_version']})"
-    )
-    click.echo(
-        f"space: {human_size(space['used_bytes'])} used, {human_size(space['free_bytes'])} free"
-        f" (offline-mem compact gives it back), WAL {human_size(space['wal_bytes'])}"
-    )
+    if url is None:
+        click.echo(
+            f"file: {result['path']} ({human_size(result['file_size'])}, "
+            f"schema {result['schema_version']})"
+        )
+        click.echo(
+            f"space: {human_size(space['used_bytes'])} used, {human_size(space['free_bytes'])} "
+            f"free (offline-mem compact gives it back), WAL {human_size(space['wal_bytes'])}"
+        )
+    else:
+        click.echo(
+            f"database: {result['path']} ({human_size(result['file_size'])} of tables, "
+            f"schema {result['schema_version']})"
+        )
     click.echo(f"embedder: {e['name']} ({e['dimension']} dims, sha256 {e['sha256']})")
     for x in result["extractors"]:
         who = (
@@ -213,24 +261,45 @@ def flush(state: CliState, timeout: float | None) -> None:
 def export(state: CliState, dest: Path, vectors: bool) -> None:
     """Write every memory, message, entity and history row, and the extraction jobs not done
     yet, as JSONL to DEST (default stdout)."""
-    db = open_existing(db_path(state))
-    try:
-        total = sum(file_header(db, vectors=vectors)["counts"].values())
-        if str(dest) == "-":
-            written = export_file(db, sys.stdout, vectors=vectors)
-        else:
-            tmp = dest.with_name(dest.name + ".partial")
-            with _progress(total, "exporting") as bar, tmp.open("w", encoding="utf-8") as out:
-                written = export_file(db, out, vectors=vectors, progress=bar.update)
-            tmp.replace(dest)
-    finally:
-        db.close()
+    url = store_url(state)
+    if url is not None:  # a PostgreSQL database: the same lines (transfer/postgres.py)
+        from ..transfer import postgres
+
+        pg = postgres.open_database(url)
+        try:
+            total = postgres.export_total(pg, vectors=vectors)
+            written = _export_to(dest, total, lambda out, done: postgres.export_file(
+                pg, out, vectors=vectors, progress=done))  # fmt: skip
+        finally:
+            pg.close()
+    else:
+        db = open_existing(db_path(state))
+        try:
+            total = sum(file_header(db, vectors=vectors)["counts"].values())
+            written = _export_to(dest, total, lambda out, done: export_file(
+                db, out, vectors=vectors, progress=done))  # fmt: skip
+        finally:
+            db.close()
     if str(dest) != "-":
         summary = _summary(written)
         if state.json:
             echo_json({"exported": written, "path": str(dest)})
         else:
             click.echo(f"exported {summary} to {dest}")
+
+
+def _export_to(
+    dest: Path, total: int, write: Callable[[Any, Callable[[int], None] | None], dict[str, int]]
+) -> dict[str, int]:
+    """Write an export to stdout ("-") or, through a partial file renamed at the end, to
+    `dest`, with a progress bar."""
+    if str(dest) == "-":
+        return write(sys.stdout, None)
+    tmp = dest.with_name(dest.name + ".partial")
+    with _progress(total, "exporting") as bar, tmp.open("w", encoding="utf-8") as out:
+        written = write(out, bar.update)
+    tmp.replace(dest)
+    return written
 
 
 @click.command("import")
@@ -256,7 +325,7 @@ def import_(state: CliState, source: Any) -> None:
 def verify(state: CliState) -> None:
     """Check the file: SQLite integrity, a vector and keyword row for every memory, no orphans,
     consistent keyword statistics, the pinned embedder. Exit 1 when anything is wrong."""
-    path = db_path(state)
+    path = require_file(state, "verify")
     try:
         embedder, unavailable = configured_embedder(), None
     except ModelError as exc:
@@ -295,7 +364,7 @@ def verify(state: CliState) -> None:
 def backup(state: CliState, dest: Path) -> None:
     """A consistent copy of the memory file at DEST (SQLite's VACUUM INTO), safe while other
     processes are writing."""
-    db = open_existing(db_path(state))
+    db = open_existing(require_file(state, "backup"))
     try:
         backup_file(db, str(dest))
     finally:
@@ -311,7 +380,7 @@ def backup(state: CliState, dest: Path) -> None:
 def compact(state: CliState) -> None:
     """Give free pages back to the file system and leave no deleted text in the file or its WAL
     (SQLite's VACUUM: safe to interrupt). Other processes may keep reading meanwhile."""
-    db = open_existing(db_path(state))
+    db = open_existing(require_file(state, "compact"))
     try:
         result = db.compact()
     finally:

@@ -11,7 +11,14 @@ from typing import Any
 
 import click
 
-from ..config import MemoryConfig, resolve_db_path, resolve_models_dir
+from ..config import (
+    MemoryConfig,
+    is_postgres_url,
+    redacted_url,
+    resolve_db_path,
+    resolve_models_dir,
+    resolve_store_url,
+)
 from ..errors import StoreError
 from ..memory import Memory
 from ..pinned.embedder import Embedder
@@ -24,7 +31,7 @@ from ..values import EmbedderIdentity
 class CliState:
     """The global options of `offline-mem`, available to every command as `ctx.obj`."""
 
-    db: Path | None = None
+    db: Path | str | None = None  # a memory file, or a postgresql:// URL (kept as given)
     json: bool = False
     debug: bool = False
 
@@ -62,9 +69,37 @@ class CliModels:
 MODELS = CliModels()
 
 
+def store_url(state: CliState) -> str | None:
+    """The PostgreSQL database the global options name (--db, else $OFFLINE_MEM_DB, holding a
+    postgresql:// URL); None for a memory file."""
+    if state.db is not None:
+        return state.db if isinstance(state.db, str) and is_postgres_url(state.db) else None
+    return resolve_store_url(MemoryConfig())
+
+
 def db_path(state: CliState) -> str:
-    """The memory file the global options name: --db, else $OFFLINE_MEM_DB, else the default."""
+    """The memory file the global options name: --db, else $OFFLINE_MEM_DB, else the default;
+    or the database's URL."""
+    url = store_url(state)
+    if url is not None:
+        return url
     return str(state.db) if state.db is not None else resolve_db_path(MemoryConfig())
+
+
+def shown_db(state: CliState) -> str:
+    """What messages show of the store: the file's path, or the URL without its password."""
+    url = store_url(state)
+    return db_path(state) if url is None else redacted_url(url)
+
+
+def require_file(state: CliState, command: str) -> str:
+    """The memory file, for a command that works on the SQLite file itself."""
+    if store_url(state) is not None:
+        raise StoreError(
+            f"`offline-mem {command}` works on a SQLite memory file; for a PostgreSQL database "
+            "use the server's own tools (pg_dump, VACUUM, ...)"
+        )
+    return db_path(state)
 
 
 def open_memory(
@@ -80,13 +115,15 @@ def open_memory(
     empty memory of a mistyped path), with the CLI's models. Queued extraction jobs run only
     where asked (`flush`, the MCP server): a command that merely opens the file never waits,
     when it closes, for a job it happened to start."""
+    url = store_url(state)
     path = db_path(state)
-    if existing and not os.path.isfile(path):
+    if url is None and existing and not os.path.isfile(path):
         raise StoreError(
             f"no memory file at {path!r}; check --db / $OFFLINE_MEM_DB (`offline-mem add` "
             "creates a new one)"
         )
-    config: dict[str, Any] = {"path": path, "job_worker": job_worker}
+    where = {"path": path} if url is None else {"store": url}
+    config: dict[str, Any] = {**where, "job_worker": job_worker}
     if extractor_nice is not None:
         config["extractor_nice"] = extractor_nice
     if extractor is not None:

@@ -12,7 +12,7 @@ import click
 
 from ..mcp.tools import DefaultScope, MemoryTools
 from ..validation import make_scope
-from .common import CliState, db_path, open_memory, pass_state
+from .common import CliState, open_memory, pass_state, shown_db
 
 
 @click.command("mcp")
@@ -34,7 +34,7 @@ def mcp(state: CliState, user_id: str | None, agent_id: str | None) -> None:
     defaults = DefaultScope(user_id=scope.user_id, agent_id=scope.agent_id)
     with _stdout_to_stderr():
         memory = open_memory(state, job_worker=True)  # a session: it runs queued adds
-    click.echo(f"offline-mem mcp: serving {db_path(state)} over stdio", err=True)
+    click.echo(f"offline-mem mcp: serving {shown_db(state)} over stdio", err=True)
     with memory:
         level: LogLevel = "DEBUG" if state.debug else "WARNING"
         MemoryServer(MemoryTools(memory, defaults), log_level=level).run()

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from ..config import BACKGROUND_NICE
-from .common import CliState, db_path, open_memory, pass_state
+from .common import CliState, db_path, open_memory, pass_state, shown_db, store_url
 
 
 @click.command("serve")
@@ -21,7 +21,7 @@ from .common import CliState, db_path, open_memory, pass_state
               help="Allow a --host that other machines can reach.")  # fmt: skip
 @click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
               help="The bearer tokens (default: the memory file's path + .token; made on first "
-                   "start, mode 0600).")  # fmt: skip
+                   "start, mode 0600; required for a postgresql:// --db).")  # fmt: skip
 @pass_state
 def serve(
     state: CliState, host: str, port: int, allow_remote: bool, token_file: Path | None
@@ -43,8 +43,11 @@ def serve(
         stream=sys.stderr, level=logging.DEBUG if state.debug else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )  # fmt: skip
-    path = db_path(state)
-    tokens_at = token_file if token_file is not None else token_path_for(path)
+    if token_file is None and store_url(state) is not None:
+        raise click.UsageError("serving a PostgreSQL database needs --token-file (where to keep "
+                               "the bearer tokens: a database has no file beside it)")  # fmt: skip
+    path = shown_db(state)
+    tokens_at = token_file if token_file is not None else token_path_for(db_path(state))
     tokens, created = load_or_create_tokens(tokens_at)
     # Runs queued adds, this process's and earlier ones; the extraction yields the cores to the
     # requests (a server always has other clients waiting), as a queued add does in a library.

@@ -158,7 +158,13 @@ def export_file(
     db: Database, out: IO[str], *, vectors: bool = False, progress: Progress | None = None
 ) -> dict[str, int]:
     """Write the export to `out`; returns the number of lines of each type written."""
-    lines = export_lines(db, vectors=vectors)
+    return write_lines(export_lines(db, vectors=vectors), out, progress=progress)
+
+
+def write_lines(
+    lines: Iterator[str], out: IO[str], *, progress: Progress | None = None
+) -> dict[str, int]:
+    """Write an export's lines (its header first) to `out`; the lines of each type written."""
     header = next(lines)
     out.write(header + "\n")
     announced = json.loads(header)["counts"]

@@ -47,7 +47,8 @@ def import_data(
     """Write an export into `memory`'s file (a `Memory`): vectors from the file when it carries
     them and was written by the same embedder, else computed by the target's embedder; keyword
     terms by the target's analyzer. The models run first; the rows go in one transaction."""
-    check_against_target(memory.store.db, data)
+    check, insert = _for_store(memory)
+    check(memory.store.db, data)
     memories = data.rows["memory"]
     target = memory.embedder.identity
     same = (data.embedder.sha256, data.embedder.dimension) == (target.sha256, target.dimension)
@@ -69,7 +70,7 @@ def import_data(
     message_terms = _message_terms(memory, data.rows["message"])
     embedder_sha = None if same else target.sha256
     with memory._lock:
-        bulk_insert(
+        insert(
             memory.store, data, vectors, terms, embedder_sha256=embedder_sha,
             message_vectors=message_vectors, message_terms=message_terms,
         )  # fmt: skip
@@ -77,6 +78,16 @@ def import_data(
         memory._worker.start()  # as on opening a file with queued jobs
     counts = line_counts({kind: data.count(kind) for kind in ORDER})
     return ImportReport(counts=counts, reembedded=not reuse, embedder=target.name)
+
+
+def _for_store(memory: Any) -> tuple[Any, Any]:
+    """The target check and the bulk insert of `memory`'s store: a memory file's (below), or a
+    PostgreSQL database's (postgres.py, imported only then)."""
+    if getattr(memory, "store_url", None) is None:
+        return check_against_target, bulk_insert
+    from . import postgres
+
+    return postgres.check_against_target, postgres.bulk_insert
 
 
 def _message_vectors(

@@ -1,8 +1,9 @@
-"""The vector signal of a search in PostgreSQL: exact cosine top-k within the filter.
+"""The candidate queries of a search in PostgreSQL: one condition and the three signals.
 
-pgvector's `<=>` is the cosine distance; the query ranks exactly the rows the condition selects
-(through the scope indexes), never a global top-k filtered afterwards, as the SQLite store does.
-The keyword and entity signals are not ported yet.
+pgvector's `<=>` is the cosine distance; the vector query ranks exactly the rows the condition
+selects (through the scope indexes), never a global top-k filtered afterwards, as the SQLite
+store does. The keyword signal is BM25 over the same postings as SQLite's (bm25.py), the
+entity signal candidates.py's queries in this dialect.
 """
 
 from __future__ import annotations
@@ -14,16 +15,25 @@ from typing import Any
 import numpy as np
 
 from ...timeutil import utc_now
+from ..candidates import ENTITY_CHUNK, EntitySignal
 from ..filters import CompiledFilter
+from ..keyword_index import QueryStats, searched_partition
+from . import bm25
 from .connection import PgDatabase
 from .filters import pg_condition
+from .jobs import scope_match
+from .keywords import MEMORY_KEYWORDS
 from .reads import visibility
 from .vectors import vector_literal
 
+# The HNSW search's candidate list: pgvector's ef_search, at least this and twice the k asked
+HNSW_EF_SEARCH = 100
+
 
 class PgCandidates:
-    def __init__(self, db: PgDatabase) -> None:
+    def __init__(self, db: PgDatabase, *, hnsw: bool = False) -> None:
         self.db = db
+        self.hnsw = hnsw
 
     def search_filter(
         self,
@@ -46,6 +56,8 @@ class PgCandidates:
         self, vector: np.ndarray, condition: tuple[str, list[Any]], *, k: int
     ) -> dict[int, float]:
         """rowid -> cosine similarity of the k nearest memories passing the condition."""
+        if self.hnsw:
+            return self._hnsw_candidates(vector, condition, k=k)
         sql, params = condition
         query = vector_literal(vector)
         rows = self.db.query(
@@ -53,6 +65,28 @@ class PgCandidates:
             f"WHERE {sql} ORDER BY d, m.rowid LIMIT %s",
             (query, *params, int(k)),
         )
+        return {int(rowid): 1.0 - float(d) for rowid, d in rows}
+
+    def _hnsw_candidates(
+        self, vector: np.ndarray, condition: tuple[str, list[Any]], *, k: int
+    ) -> dict[int, float]:
+        """The k nearest by pgvector's HNSW index when the planner takes it (a narrow filter's
+        rows are still ranked exactly through the scope indexes): approximate. The scan goes on
+        past filtered-out rows (iterative_scan) so a selective filter still fills k. Ordered by
+        distance alone, as the index needs; ties are broken by rowid afterwards."""
+        sql, params = condition
+        with self.db.atomic():  # SET LOCAL lasts to the end of this (or the search's) transaction
+            self.db.execute(
+                "SELECT set_config('hnsw.ef_search', %s, true), "
+                "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+                (str(max(HNSW_EF_SEARCH, 2 * int(k))),),
+            )
+            rows = self.db.query(
+                "WITH hits AS MATERIALIZED (SELECT m.rowid, m.embedding <=> %s::vector AS d "
+                f"FROM memories m WHERE {sql} ORDER BY m.embedding <=> %s::vector LIMIT %s) "
+                "SELECT rowid, d FROM hits ORDER BY d, rowid",
+                (vector_literal(vector), *params, vector_literal(vector), int(k)),
+            )
         return {int(rowid): 1.0 - float(d) for rowid, d in rows}
 
     def vector_similarities(self, vector: np.ndarray, rowids: Sequence[int]) -> dict[int, float]:
@@ -63,3 +97,80 @@ class PgCandidates:
             (vector_literal(vector), [int(r) for r in rowids]),
         )
         return {int(rowid): float(score) for rowid, score in rows}
+
+    def passing(self, rowids: Sequence[int], condition: tuple[str, list[Any]]) -> set[int]:
+        """Which of the rowids pass the condition (primary-key lookups)."""
+        if not rowids:
+            return set()
+        sql, params = condition
+        rows = self.db.query(
+            f"SELECT m.rowid FROM memories m WHERE m.rowid = ANY(%s) AND {sql}",
+            ([int(r) for r in rowids], *params),
+        )
+        return {int(row[0]) for row in rows}
+
+    def keyword_stats(self, terms: Sequence[str], where: CompiledFilter) -> QueryStats:
+        return bm25.query_stats(
+            self.db, terms, searched_partition(where.scope.user_id), MEMORY_KEYWORDS
+        )
+
+    def keyword_candidates(
+        self,
+        stats: QueryStats,
+        where: CompiledFilter,
+        condition: tuple[str, list[Any]],
+        *,
+        limit: int | None = None,
+        only_rowids: Sequence[int] | None = None,
+        also_rowids: Sequence[int] = (),
+    ) -> dict[int, float]:
+        return bm25.bm25_scores(
+            self.db, stats, searched_partition(where.scope.user_id), condition, MEMORY_KEYWORDS,
+            limit=limit, only_rowids=only_rowids, also_rowids=also_rowids,
+        )  # fmt: skip
+
+    def entity_candidates(
+        self,
+        norms: Sequence[str],
+        where: CompiledFilter,
+        condition: tuple[str, list[Any]],
+        *,
+        limit: int,
+    ) -> EntitySignal:
+        """As candidates.CandidateQueries.entity_candidates: the entities of the scope keys the
+        filter's ids select, their linked memories ranked by how many query entities each is
+        linked to (ties by rowid), visibility checked on the few rows needed."""
+        if not norms:
+            return EntitySignal(set(), [], {})
+        scope_where, scope_params = scope_match(where.scope)
+        scopes = [row[0] for row in self.db.query(
+            f"SELECT DISTINCT scope FROM memories WHERE {scope_where}", scope_params
+        )]  # fmt: skip
+        if not scopes:
+            return EntitySignal(set(), [], {})
+        rows = self.db.query(
+            "SELECT l.memory_rowid, e.norm FROM entities e "
+            "JOIN entity_links l ON l.entity_rowid = e.rowid "
+            "WHERE e.scope = ANY(%s) AND e.norm = ANY(%s)",
+            (scopes, list(norms)),
+        )
+        linked: dict[int, set[str]] = {}
+        for rowid, norm in rows:
+            linked.setdefault(int(rowid), set()).add(norm)
+        counts = {rowid: len(found) for rowid, found in linked.items()}
+        ranked = sorted(counts, key=lambda r: (-counts[r], r))
+        best: list[int] = []
+        known: set[str] = set()
+        unseen = {norm for found in linked.values() for norm in found}
+        for start in range(0, len(ranked), ENTITY_CHUNK):
+            if len(best) >= limit and not unseen:
+                break
+            chunk = ranked[start : start + ENTITY_CHUNK]
+            visible = self.passing(chunk, condition)
+            for rowid in chunk:
+                if rowid in visible:
+                    if len(best) < limit:
+                        best.append(rowid)
+                    known |= linked[rowid]
+                    unseen -= linked[rowid]
+        return EntitySignal(known, best, counts)

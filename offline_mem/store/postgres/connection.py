@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ...config import redacted_url
-from ...errors import StoreConnectionError, StoreError, StoreLoginError
+from ...errors import StoreConflictError, StoreConnectionError, StoreError, StoreLoginError
 
 try:
     import psycopg
@@ -87,9 +87,16 @@ class PgDatabase:
 
     @contextmanager
     def _translated(self) -> Iterator[None]:
-        """A lost connection becomes StoreConnectionError; the next call reconnects."""
+        """A lost connection becomes StoreConnectionError (the next call reconnects); a
+        conflict the server broke by rolling this transaction back, StoreConflictError."""
         try:
             yield
+        except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as exc:
+            raise StoreConflictError(
+                f"the database at {self.shown} rolled this write back: it conflicted with "
+                f"another session's ({exc.sqlstate}: {str(exc).splitlines()[0]}); nothing of "
+                "it was committed: retry it"
+            ) from exc
         except psycopg.OperationalError as exc:
             conn = getattr(self._local, "conn", None)
             if conn is not None and (conn.closed or conn.broken):

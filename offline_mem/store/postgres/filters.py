@@ -1,22 +1,33 @@
 """Mem0's filters as a PostgreSQL condition over the `memories` table (alias m). Pure.
 
 `compile_filters` (store/filters.py) has validated the filters already and kept them as given
-(`CompiledFilter.source`); this compiles the same dict to PostgreSQL's dialect. Implemented so
-far: AND/OR/NOT, "*" (present), and eq/ne/in/nin on memory columns and on metadata values that
-are strings or numbers. Other operators (gt/gte/lt/lte on metadata, contains, icontains) and
-boolean metadata values raise NotImplementedInStoreError until their semantics are proved equal
-to SQLite's json_extract comparisons (docs/design/postgresql.md).
+(`CompiledFilter.source`); this compiles the same dict to PostgreSQL, with the SQLite store's
+semantics, which come from `json_extract` and SQLite's comparison of mixed types:
+
+- a metadata value is NULL (missing, or JSON null), a number (JSON numbers; true and false are
+  1 and 0) or text (strings; arrays and objects as their JSON text); a filter's booleans are 1
+  and 0 too;
+- a number and a text are never equal, and every text sorts after every number (so "abc" > 5);
+  texts compare byte by byte (COLLATE "C", SQLite's BINARY);
+- a memory column is TEXT: the filter's value is compared as text (SQLite's column affinity);
+- NULL matches nothing, except `ne` (IS NOT) and `nin` (a missing value is in no list);
+- contains/icontains search the value's text; icontains folds ASCII letters only, as SQLite's
+  lower() does.
+
+Known differences, on values the tests do not use: an array or object's JSON text is jsonb's
+(spaces after separators, keys reordered), and a real number's text is PostgreSQL's
+(`1e+20` reads 100000000000000000000; SQLite writes 1.0e+20).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from ...errors import NotImplementedInStoreError
-from ..filters import COLUMN_KEYS, LOGICAL, CompiledFilter
+from ...errors import ValidationError
+from ..filters import _METADATA_KEY, COLUMN_KEYS, LOGICAL, CompiledFilter
 
 _COMPARE = {"eq": "=", "ne": "<>", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+_C = 'COLLATE "C"'
 
 
 def pg_condition(where: CompiledFilter) -> tuple[str, list[Any]]:
@@ -39,48 +50,132 @@ def _dict(filters: dict[str, Any], params: list[Any]) -> str:
 
 
 def _field(key: str, value: Any, params: list[Any]) -> str:
-    column = key in COLUMN_KEYS
-    target = f"m.{key}" if column else "(m.metadata::jsonb -> %s)"
+    """Each operator's expression is TRUE or FALSE, never NULL (as SQLite's coalesce makes it),
+    so NOT behaves as in the SQLite store."""
     if value == "*":
-        if not column:
-            params.append(key)
-        return f"({target} IS NOT NULL)"
+        return _column_present(key) if key in COLUMN_KEYS else _meta_present(key, params)
     ops = value if isinstance(value, dict) else {"eq": value}
-    parts = [_operator(key, column, target, op, operand, params) for op, operand in ops.items()]
-    # a missing value compares as false, not NULL, so NOT behaves as in the SQLite store
-    return "coalesce(" + " AND ".join(parts) + ", FALSE)"
+    build = _column_op if key in COLUMN_KEYS else _meta_op
+    return "(" + " AND ".join(build(key, op, operand, params) for op, operand in ops.items()) + ")"
 
 
-def _operator(key: str, column: bool, target: str, op: str, operand: Any, params: list[Any]) -> str:
-    values = operand if op in ("in", "nin") else [operand]
-    if op in ("contains", "icontains") or (not column and op not in ("eq", "ne", "in", "nin")):
-        raise NotImplementedInStoreError(
-            f"filter operator {op!r} on {key!r} is not implemented yet for PostgreSQL"
-        )
-    if not column and any(isinstance(v, bool) for v in values):
-        raise NotImplementedInStoreError(
-            f"boolean metadata filters ({key!r}) are not implemented yet for PostgreSQL"
-        )
-    if operand is None:
-        if not column:
-            params.append(key)
-        return f"({target} IS NULL)" if op == "eq" else f"({target} IS NOT NULL)"
-    # a TEXT column compares with the value's text, as SQLite's column affinity does
-    bound: list[Any] = [_text(v) for v in values] if column else [json.dumps(v) for v in values]
-    cast = "" if column else "::jsonb"
-    if not column:
-        params.append(key)
-    if op in ("in", "nin"):
-        params.extend(bound)
-        marks = ", ".join(f"%s{cast}" for _ in bound)
-        if op == "in":
-            return f"({target} IN ({marks}))"
-        return f"(coalesce({target} NOT IN ({marks}), TRUE))"
-    params.append(bound[0])
-    if op == "ne":
-        return f"({target} IS DISTINCT FROM %s{cast})"
-    return f"({target} {_COMPARE[op]} %s{cast})"
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float))  # bool included: SQLite binds it as 1 or 0
+
+
+# -- memory columns (TEXT) ----------------------------------------------------------------------
+
+
+def _column_present(key: str) -> str:
+    return f"(m.{key} IS NOT NULL)"
 
 
 def _text(value: Any) -> str:
     return str(int(value)) if isinstance(value, bool) else str(value)
+
+
+def _column_op(key: str, op: str, operand: Any, params: list[Any]) -> str:
+    col = f"m.{key}"
+    if op in ("in", "nin"):
+        values = [_text(v) for v in operand if v is not None]
+        params.append(values)
+        found = f"coalesce({col} = ANY(%s::text[]), FALSE)"
+        return found if op == "in" else f"(NOT {found})"
+    if operand is None:
+        return f"({col} IS NULL)" if op == "eq" else f"({col} IS NOT NULL)"
+    if op in ("contains", "icontains"):
+        params.append(operand)
+        if op == "contains":
+            return f"coalesce(strpos({col}, %s::text) > 0, FALSE)"
+        return f"coalesce(strpos(lower({col} {_C}), lower(%s::text {_C})) > 0, FALSE)"
+    params.append(_text(operand))
+    if op == "ne":
+        return f"({col} IS DISTINCT FROM %s::text)"
+    return f"coalesce({col} {_COMPARE[op]} %s::text {_C}, FALSE)"
+
+
+# -- metadata values ----------------------------------------------------------------------------
+
+
+def _json(key: str, params: list[Any]) -> str:
+    """The value as jsonb. The key is written into the text (an expression may use it several
+    times): compile_filters let through only keys of letters, digits, '_' and '-'."""
+    if not _METADATA_KEY.match(key):
+        raise ValidationError(f"filter key {key!r} is not a plain metadata key")
+    return f"(m.metadata::jsonb -> '{key}')"
+
+
+def _meta_present(key: str, params: list[Any]) -> str:
+    return f"coalesce(jsonb_typeof({_json(key, params)}) <> 'null', FALSE)"
+
+
+def _meta_op(key: str, op: str, operand: Any, params: list[Any]) -> str:
+    if op in ("in", "nin"):
+        values = [v for v in operand if v is not None]
+        found = " OR ".join(_meta_equal(key, v, params) for v in values) or "FALSE"
+        return f"({found})" if op == "in" else f"(NOT ({found}))"
+    if op in ("contains", "icontains"):
+        text = _meta_text(_json(key, params))
+        params.append(operand)
+        if op == "contains":
+            return f"coalesce(strpos({text}, %s::text) > 0, FALSE)"
+        return f"coalesce(strpos(lower({text} {_C}), lower(%s::text {_C})) > 0, FALSE)"
+    if operand is None:
+        missing = f"coalesce(jsonb_typeof({_json(key, params)}) = 'null', TRUE)"
+        return missing if op == "eq" else f"(NOT {missing})"
+    if op == "eq":
+        return _meta_equal(key, operand, params)
+    if op == "ne":
+        return f"(NOT {_meta_equal(key, operand, params)})"
+    return _meta_order(key, _COMPARE[op], operand, params)
+
+
+def _meta_equal(key: str, operand: Any, params: list[Any]) -> str:
+    j = _json(key, params)
+    if _number(operand):
+        params.append(_numeric(operand))
+        return f"coalesce({_meta_number(j)} = %s, FALSE)"
+    params.append(operand)
+    return f"coalesce({_meta_string(j)} = %s::text, FALSE)"
+
+
+def _meta_order(key: str, sign: str, operand: Any, params: list[Any]) -> str:
+    """gt/gte/lt/lte: numbers by value, texts by bytes, every text after every number."""
+    j = _json(key, params)
+    above = sign.startswith(">")
+    if _number(operand):
+        params.append(_numeric(operand))
+        texts = f" OR jsonb_typeof({j}) IN ('string', 'array', 'object')" if above else ""
+        return f"coalesce({_meta_number(j)} {sign} %s{texts}, FALSE)"
+    params.append(operand)
+    numbers = "" if above else f" OR jsonb_typeof({j}) IN ('number', 'boolean')"
+    return f"coalesce({_meta_string(j)} {sign} %s::text {_C}{numbers}, FALSE)"
+
+
+def _numeric(value: Any) -> Any:
+    return int(value) if isinstance(value, bool) else value
+
+
+def _meta_number(j: str) -> str:
+    """The value as a number, NULL when it is not one (true and false are 1 and 0)."""
+    return (
+        f"(CASE jsonb_typeof({j}) WHEN 'number' THEN ({j})::numeric "
+        f"WHEN 'boolean' THEN ({j})::boolean::int::numeric END)"
+    )
+
+
+def _meta_string(j: str) -> str:
+    """The value as text when SQLite's is text (strings, arrays, objects); NULL otherwise."""
+    return (
+        f"(CASE jsonb_typeof({j}) WHEN 'string' THEN ({j} #>> '{{}}') "
+        f"WHEN 'array' THEN ({j})::text WHEN 'object' THEN ({j})::text END)"
+    )
+
+
+def _meta_text(j: str) -> str:
+    """The value as SQLite's CAST(... AS TEXT) writes it (true and false: 1 and 0)."""
+    return (
+        f"(CASE jsonb_typeof({j}) WHEN 'string' THEN ({j} #>> '{{}}') "
+        f"WHEN 'boolean' THEN ({j})::boolean::int::text "
+        f"WHEN 'null' THEN NULL ELSE ({j})::text END)"
+    )

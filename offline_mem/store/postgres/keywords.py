@@ -1,6 +1,6 @@
 """The keyword index's writes in PostgreSQL: the same postings tables and statistics as the
-SQLite store (store/keyword_index.py), so BM25 scores are the same numbers on both stores.
-Search over them (query_stats, bm25_scores) is not ported yet."""
+SQLite store (store/keyword_index.py), so BM25 scores are the same numbers on both stores
+(search over them: bm25.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,12 @@ from .connection import PgDatabase
 class PgKeywordTables:
     prefix: str  # "" for memories, "message_" for messages
     key: str  # memory_rowid / message_seq
+    owner: str  # the indexed rows' table, and its key
+    owner_key: str
 
 
-MEMORY_KEYWORDS = PgKeywordTables("", "memory_rowid")
-MESSAGE_KEYWORDS = PgKeywordTables("message_", "message_seq")
+MEMORY_KEYWORDS = PgKeywordTables("", "memory_rowid", "memories", "rowid")
+MESSAGE_KEYWORDS = PgKeywordTables("message_", "message_seq", "messages", "seq")
 
 
 def index_terms(
@@ -27,11 +29,19 @@ def index_terms(
     counts = term_frequencies(terms)
     length = sum(counts.values())
     p = t.prefix
+    # The partition's row first: its lock orders every keyword write of the partition (adds,
+    # updates and deletes of one user's rows take the term rows' locks one after another, so
+    # they cannot deadlock on them).
+    db.execute(
+        f"INSERT INTO {p}keyword_partitions AS k (partition, docs, total_length) "
+        "VALUES (%s, 1, %s) ON CONFLICT (partition) DO UPDATE SET docs = k.docs + 1, "
+        "total_length = k.total_length + excluded.total_length",
+        (partition, length),
+    )
     db.execute(
         f"INSERT INTO {p}keyword_docs ({t.key}, partition, length) VALUES (%s, %s, %s)",
         (rowid, partition, length),
     )
-    # sorted: concurrent writers then take the term rows' locks in one order (no deadlock)
     ordered = sorted(counts)
     db.executemany(
         f"INSERT INTO {p}keyword_postings (partition, term, {t.key}, tf) VALUES (%s, %s, %s, %s)",
@@ -41,12 +51,6 @@ def index_terms(
         f"INSERT INTO {p}keyword_terms AS k (partition, term, df) VALUES (%s, %s, 1) "
         "ON CONFLICT (partition, term) DO UPDATE SET df = k.df + 1",
         [(partition, term) for term in ordered],
-    )
-    db.execute(
-        f"INSERT INTO {p}keyword_partitions AS k (partition, docs, total_length) "
-        "VALUES (%s, 1, %s) ON CONFLICT (partition) DO UPDATE SET docs = k.docs + 1, "
-        "total_length = k.total_length + excluded.total_length",
-        (partition, length),
     )
 
 
@@ -59,6 +63,12 @@ def unindex(db: PgDatabase, rowids: Sequence[int], t: PgKeywordTables) -> None:
     parts = [r[0] for r in db.query(
         f"SELECT DISTINCT partition FROM {p}keyword_docs WHERE {t.key} = ANY(%s)", (keys,)
     )]  # fmt: skip
+    # the partitions' rows first, in one order (see index_terms)
+    db.execute(
+        f"SELECT 1 FROM {p}keyword_partitions WHERE partition = ANY(%s) "
+        'ORDER BY partition COLLATE "C" FOR UPDATE',
+        (parts,),
+    )
     db.execute(
         f"UPDATE {p}keyword_terms k SET df = k.df - d.n FROM (SELECT partition, term, count(*) n "
         f"FROM {p}keyword_postings WHERE {t.key} = ANY(%s) GROUP BY partition, term) d "

@@ -2,7 +2,7 @@
 
 `PostgresStore` is the `MemoryStore` interface (store/interface.py) over PostgreSQL + pgvector,
 beside the SQLite `Store` and built the same way: it opens (and migrates) the database and hands
-each call to its part (reads, candidates, writes, jobs). What is not ported yet raises
+each call to its part (reads, candidates, messages, writes, jobs). What is not ported yet raises
 NotImplementedInStoreError naming the operation, before reading or writing anything; the list
 and the plan for each are in docs/design/postgresql.md.
 """
@@ -27,9 +27,23 @@ from ..records import AddPlan, HistoryRecord, MemoryRecord, MessageRecord
 from .candidates import PgCandidates
 from .connection import PgDatabase
 from .jobs import PgJobs
+from .messages import PgMessages
 from .migrations import SCHEMA_VERSION, MigrationContext, migrate
 from .reads import PgReads
 from .writes import PgWrites
+
+HNSW_INDEX = (
+    "CREATE INDEX IF NOT EXISTS memories_embedding_hnsw ON memories "
+    "USING hnsw (embedding vector_cosine_ops)"
+)
+
+# every table that holds a memory's or a message's text, or rows derived from them
+COMPACTED_TABLES = (
+    "memories", "messages", "history", "jobs", "entities", "entity_links", "provenance",
+    "keyword_docs", "keyword_postings", "keyword_terms", "keyword_partitions",
+    "message_keyword_docs", "message_keyword_postings", "message_keyword_terms",
+    "message_keyword_partitions",
+)  # fmt: skip
 
 
 def _not_yet(what: str) -> NoReturn:
@@ -40,25 +54,35 @@ def _not_yet(what: str) -> NoReturn:
 
 
 class PostgresStore:
-    def __init__(self, db: PgDatabase, embedder: EmbedderIdentity) -> None:
+    def __init__(
+        self, db: PgDatabase, embedder: EmbedderIdentity, *, vector_index: str = "exact"
+    ) -> None:
         self.db = db
         self.embedder = embedder
         self.reads = PgReads(db)
-        self.candidates = PgCandidates(db)
+        self.candidates = PgCandidates(db, hnsw=vector_index == "hnsw")
+        self.messages = PgMessages(db, self.reads)
         self.jobs = PgJobs(db)
         self.writes = PgWrites(db, self.reads, self.jobs)
 
     @classmethod
-    def open(cls, url: str, *, embedder: EmbedderIdentity) -> PostgresStore:
+    def open(
+        cls, url: str, *, embedder: EmbedderIdentity, vector_index: str = "exact"
+    ) -> PostgresStore:
+        """Open (and migrate) the database; `vector_index` "hnsw" creates pgvector's HNSW
+        index of the memories' vectors when it is missing (a first open builds it over every
+        row) and searches through it (PgCandidates)."""
         db = PgDatabase(url)
         try:
             with db.atomic():
                 migrate(db, MigrationContext(dimension=embedder.dimension))
                 _pin_embedder(db, embedder)
+                if vector_index == "hnsw":
+                    db.execute(HNSW_INDEX)
         except BaseException:
             db.close()
             raise
-        return cls(db, embedder)
+        return cls(db, embedder, vector_index=vector_index)
 
     def close(self) -> None:
         self.db.close()
@@ -157,7 +181,7 @@ class PostgresStore:
         return self.candidates.vector_similarities(vector, rowids)
 
     def keyword_stats(self, terms: Sequence[str], where: CompiledFilter) -> QueryStats:
-        _not_yet("the keyword signal of search")
+        return self.candidates.keyword_stats(terms, where)
 
     def keyword_candidates(
         self,
@@ -169,7 +193,10 @@ class PostgresStore:
         only_rowids: Sequence[int] | None = None,
         also_rowids: Sequence[int] = (),
     ) -> dict[int, float]:
-        _not_yet("the keyword signal of search")
+        return self.candidates.keyword_candidates(
+            stats, where, condition, limit=limit, only_rowids=only_rowids,
+            also_rowids=also_rowids,
+        )  # fmt: skip
 
     def entity_candidates(
         self,
@@ -179,17 +206,17 @@ class PostgresStore:
         *,
         limit: int,
     ) -> EntitySignal:
-        _not_yet("the entity signal of search")
+        return self.candidates.entity_candidates(norms, where, condition, limit=limit)
 
     # -- message search -------------------------------------------------------------------------
 
     def message_candidates(
         self, vector: np.ndarray, scope: Scope, *, k: int, as_of: datetime | None = None
     ) -> dict[int, float]:
-        _not_yet("searching messages")
+        return self.messages.message_candidates(vector, scope, k=k, as_of=as_of)
 
     def message_keyword_stats(self, terms: Sequence[str], scope: Scope) -> QueryStats:
-        _not_yet("searching messages")
+        return self.messages.message_keyword_stats(terms, scope)
 
     def message_keyword_candidates(
         self,
@@ -200,16 +227,18 @@ class PostgresStore:
         also_seqs: Sequence[int] = (),
         as_of: datetime | None = None,
     ) -> dict[int, float]:
-        _not_yet("searching messages")
+        return self.messages.message_keyword_candidates(
+            stats, scope, limit=limit, also_seqs=also_seqs, as_of=as_of
+        )
 
     def message_similarities(self, vector: np.ndarray, seqs: Sequence[int]) -> dict[int, float]:
-        _not_yet("searching messages")
+        return self.messages.message_similarities(vector, seqs)
 
     def message_replies(self, seqs: Sequence[int]) -> dict[int, int]:
-        _not_yet("searching messages")
+        return self.messages.message_replies(seqs)
 
     def message_hits(self, scored: dict[int, float]) -> list[MessageHit]:
-        _not_yet("searching messages")
+        return self.messages.message_hits(scored)
 
     # -- the message index: always complete (every add indexes its messages) --------------------
 
@@ -237,12 +266,10 @@ class PostgresStore:
     def apply_add(
         self, plan: AddPlan, *, now: datetime | None = None, job: NewJob | None = None
     ) -> list[str]:
-        if job is not None:
-            _not_yet("an async add (the extraction job queue)")
-        return self.writes.apply_add(plan, now=now)
+        return self.writes.apply_add(plan, now=now, job=job)
 
     def finish_job(self, claim: JobClaim, plan: AddPlan, results: Sequence[dict[str, Any]]) -> bool:
-        _not_yet("the extraction job queue")
+        return self.writes.finish_job(claim, plan, results)
 
     def update_memory(
         self,
@@ -257,13 +284,16 @@ class PostgresStore:
         expiration_date: Any,
         now: datetime | None = None,
     ) -> MemoryRecord:
-        _not_yet("update")
+        return self.writes.update_memory(
+            record, text=text, text_hash=text_hash, vector=vector, terms=terms,
+            entities=entities, metadata=metadata, expiration_date=expiration_date, now=now,
+        )  # fmt: skip
 
     def delete_memory(self, record: MemoryRecord, *, now: datetime | None = None) -> None:
         self.writes.delete_memory(record, now=now)
 
     def delete_message(self, message_id: str) -> StoredMessage | None:
-        _not_yet("deleting a message")
+        return self.messages.delete_message(message_id)
 
     def delete_scope(self, scope: Scope, *, now: datetime | None = None) -> int:
         return self.writes.delete_scope(scope, now=now)
@@ -271,16 +301,19 @@ class PostgresStore:
     def reset(self) -> None:
         self.writes.reset()
 
-    # -- the job queue: reports work, claims are not ported yet -----------------------------------
+    # -- the job queue, shared by every server's workers -----------------------------------------
 
     def claim_job(self, token: str, *, lease_s: float) -> JobRecord | None:
-        _not_yet("the extraction job queue")
+        return self.jobs.claim_job(token, lease_s=lease_s)
 
     def renew_claim(self, claim: JobClaim, *, lease_s: float) -> bool:
-        _not_yet("the extraction job queue")
+        return self.jobs.renew_claim(claim, lease_s=lease_s)
 
     def fail_job(self, claim: JobClaim, error: str, *, max_attempts: int, retry_s: float) -> str:
-        _not_yet("the extraction job queue")
+        return self.jobs.fail_job(claim, error, max_attempts=max_attempts, retry_s=retry_s)
+
+    def job_counts(self) -> dict[str, int]:
+        return self.jobs.job_counts()
 
     def job(self, job_id: str) -> JobRecord | None:
         return self.jobs.job(job_id)
@@ -297,12 +330,29 @@ class PostgresStore:
     # -- upkeep ---------------------------------------------------------------------------------
 
     def erase_freed(self) -> bool:
-        # TODO (docs/design/postgresql.md): deleted text stays in dead tuples until VACUUM;
-        # decide between a VACUUM of the touched tables here and the server's autovacuum
+        """False: a delete leaves its rows' old versions in the tables' pages until VACUUM
+        FULL rewrites them (`compact`); the server's autovacuum reuses the space but does not
+        erase it (docs/design/postgresql.md)."""
         return False
 
     def compact(self) -> dict[str, int]:
-        _not_yet("compact")
+        """VACUUM FULL of this store's tables: each is rewritten without the dead row versions
+        (the deleted texts among them) and its file given back. Each table is locked against
+        every other session while it is rewritten. `free_bytes_before` is what the rewrite
+        gave back (PostgreSQL keeps no free-page count as SQLite does)."""
+        before = self._table_bytes()
+        for table in COMPACTED_TABLES:
+            self.db.execute(f"VACUUM (FULL) {table}")  # autocommit: outside any transaction
+        after = self._table_bytes()
+        return {"bytes_before": before, "bytes_after": after,
+                "free_bytes_before": max(0, before - after)}  # fmt: skip
+
+    def _table_bytes(self) -> int:
+        row = self.db.query_one(
+            "SELECT sum(pg_total_relation_size(t::regclass)) FROM unnest(%s::text[]) AS t",
+            (list(COMPACTED_TABLES),),
+        )
+        return int(row[0] or 0)
 
 
 def _pin_embedder(db: PgDatabase, embedder: EmbedderIdentity) -> None:

@@ -11,10 +11,14 @@ import json
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
-from ...errors import MemoryNotFoundError, NotImplementedInStoreError
+import numpy as np
+
+from ...errors import MemoryNotFoundError
 from ...timeutil import iso, utc_now
 from ...values import EntityMention, Scope, content_hash
+from ..jobs import JobClaim, NewJob
 from ..keyword_index import partition_of
 from ..records import AddPlan, MemoryRecord, NewMemory
 from ..writer import current_writer
@@ -35,18 +39,75 @@ class PgWrites:
         self.reads = reads
         self.jobs = jobs
 
-    def apply_add(self, plan: AddPlan, *, now: datetime | None = None) -> list[str]:
-        """Write messages, memories and everything attached to them; the new memories' ids."""
+    def apply_add(
+        self, plan: AddPlan, *, now: datetime | None = None, job: NewJob | None = None
+    ) -> list[str]:
+        """Write messages, memories and everything attached to them, and the extraction job of
+        an async add when given; returns the new memories' ids."""
         now = now or utc_now()
-        if plan.merges:  # only extraction merges, and extraction is not ported yet
-            raise NotImplementedInStoreError(
-                "the PostgreSQL store does not merge extracted facts yet"
-            )
         with self.db.atomic():
+            self._lock_changed(plan)
             seqs: list[int | None] = list(self._insert_messages(plan, now))
             for memory in plan.memories:
                 self._insert_memory(plan, memory, seqs, now)
+            self._merge(plan, seqs, now)
+            if job is not None:
+                # after the messages, under their lock: jobs' seqs are in commit order, so a
+                # scope's jobs run in the order of its adds
+                self.jobs.insert_job(plan.scope, job, iso(now))
         return [m.id for m in plan.memories]
+
+    def finish_job(self, claim: JobClaim, plan: AddPlan, results: Sequence[dict[str, Any]]) -> bool:
+        """Write a job's memories and mark it done, in one transaction; False, with nothing
+        written, when the claim is no longer ours (the job row is locked first, so no other
+        server can take it over meanwhile)."""
+        now = utc_now()
+        with self.db.atomic():
+            if not self.jobs.holds(claim):
+                return False
+            self._lock_changed(plan)
+            found = self.reads.messages_by_id([m.id for m in plan.messages])
+            seqs = [found[m.id].seq if m.id in found else None for m in plan.messages]
+            for memory in plan.memories:
+                self._insert_memory(plan, memory, seqs, now)
+            self._merge(plan, seqs, now)
+            self.jobs.mark_job_done(claim, results)
+        return True
+
+    def _lock_changed(self, plan: AddPlan) -> None:
+        """Lock the existing memories the plan supersedes or merges into, in rowid order, before
+        anything else of the write: the order every write takes locks in is job rows, memory
+        rows, the messages' clock, keyword partitions (messages', then memories'), entities; so
+        writes of several servers wait for each other but never deadlock."""
+        ids = sorted({old for m in plan.memories for old in m.supersedes}
+                     | {merge.memory_id for merge in plan.merges})  # fmt: skip
+        if ids:
+            self.db.execute(
+                "SELECT 1 FROM memories WHERE id = ANY(%s) ORDER BY rowid FOR UPDATE", (ids,)
+            )
+
+    def _merge(self, plan: AddPlan, seqs: Sequence[int | None], now: datetime) -> None:
+        """As store/writes.py: a merged fact's messages become sources of the active memory that
+        says it already, with a MERGE history row; a memory gone or superseded gains nothing."""
+        stamp = iso(now)
+        for merge in plan.merges:
+            row = self.db.query_one(
+                "SELECT rowid, text, actor_id, role FROM memories "
+                "WHERE id = %s AND scope = %s AND state = 'active' FOR UPDATE",
+                (merge.memory_id, plan.scope.key),
+            )
+            if row is None:
+                continue
+            rowid, text, actor_id, role = row
+            found = (seqs[i] for i in merge.source_messages)
+            sources = sorted({seq for seq in found if seq is not None})
+            self.db.executemany(
+                "INSERT INTO provenance (memory_rowid, message_seq) VALUES (%s, %s) "
+                "ON CONFLICT DO NOTHING",
+                [(rowid, seq) for seq in sources],
+            )
+            self._history(merge.memory_id, text, merge.text, "MERGE", stamp, actor_id, role,
+                          happened=merge.happened)  # fmt: skip
 
     def _insert_messages(self, plan: AddPlan, now: datetime) -> list[int]:
         if not plan.messages:
@@ -120,16 +181,18 @@ class PgWrites:
             self._supersede(old_id, memory.id, stamp, happened)
 
     def _link_entities(self, rowid: int, scope: Scope, entities: Sequence[EntityMention]) -> None:
-        for entity in entities:
-            self.db.execute(
-                "INSERT INTO entities (scope, name, norm, kind) VALUES (%s, %s, %s, %s) "
-                "ON CONFLICT (scope, norm) DO NOTHING",
+        """The entity rows are taken with a lock (an upsert that rewrites nothing), so another
+        server's `_drop_unlinked_entities` cannot remove one before its link is committed."""
+        for entity in sorted(entities, key=lambda e: e.norm):
+            row = self.db.query_one(
+                "INSERT INTO entities AS e (scope, name, norm, kind) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (scope, norm) DO UPDATE SET name = e.name RETURNING rowid",
                 (scope.key, entity.name, entity.norm, entity.kind),
             )
             self.db.execute(
-                "INSERT INTO entity_links (entity_rowid, memory_rowid) SELECT rowid, %s "
-                "FROM entities WHERE scope = %s AND norm = %s ON CONFLICT DO NOTHING",
-                (rowid, scope.key, entity.norm),
+                "INSERT INTO entity_links (entity_rowid, memory_rowid) VALUES (%s, %s) "
+                "ON CONFLICT DO NOTHING",
+                (row[0], rowid),
             )
 
     def _supersede(self, old_id: str, new_id: str, stamp: str, happened: str) -> None:
@@ -200,7 +263,7 @@ class PgWrites:
         keywords.unindex(self.db, rowids, keywords.MEMORY_KEYWORDS)
         # the vector is a column of the row; entity_links and provenance cascade
         self.db.execute("DELETE FROM memories WHERE rowid = ANY(%s)", (rowids,))
-        self._drop_unlinked_entities()
+        self._drop_unlinked_entities([r.scope.key for r in records])
 
     def _verbatim_sources(self, record: MemoryRecord) -> list[int]:
         rows = self.db.query(
@@ -218,11 +281,16 @@ class PgWrites:
             keywords.unindex(self.db, seqs, keywords.MESSAGE_KEYWORDS)
             self.db.execute("DELETE FROM messages WHERE seq = ANY(%s)", (list(seqs),))
 
-    def _drop_unlinked_entities(self) -> None:
-        # TODO (docs/design/postgresql.md): only the deleted memories' scopes; this reads all
+    def _drop_unlinked_entities(self, scopes: Sequence[str]) -> None:
+        """The entities of these scope keys that no memory links to any more (entities are
+        per scope: other scopes' rows are not read)."""
+        # SKIP LOCKED: an entity another write is linking right now is left alone (it will have
+        # a link); this write never waits on an entity row, so never deadlocks on one
         self.db.execute(
-            "DELETE FROM entities e WHERE NOT EXISTS "
-            "(SELECT 1 FROM entity_links l WHERE l.entity_rowid = e.rowid)"
+            "DELETE FROM entities WHERE rowid IN (SELECT e.rowid FROM entities e "
+            "WHERE e.scope = ANY(%s) AND NOT EXISTS (SELECT 1 FROM entity_links l "
+            "WHERE l.entity_rowid = e.rowid) FOR UPDATE SKIP LOCKED)",
+            (sorted(set(scopes)),),
         )
 
     def delete_scope(self, scope: Scope, *, now: datetime | None = None) -> int:
@@ -230,18 +298,19 @@ class PgWrites:
         stamp = iso(now or utc_now())
         where, params = scope_match(scope, "m")
         with self.db.atomic():
+            self.jobs.lock_jobs(scope)  # first: the lock order of _lock_changed
             rows = self.db.query(
                 f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {where} ORDER BY m.rowid "
                 "FOR UPDATE",
                 params,
             )
             records = [MemoryRecord.from_row(row) for row in rows]
-            self._delete_rows(records, stamp, whole_scope=True)
             msg_where, msg_params = scope_match(scope)
             seqs = [r[0] for r in self.db.query(
                 f"SELECT seq FROM messages WHERE {msg_where}", msg_params
             )]  # fmt: skip
-            self._delete_messages(seqs)
+            self._delete_messages(seqs)  # the messages' keyword rows before the memories'
+            self._delete_rows(records, stamp, whole_scope=True)
             self.jobs.delete_jobs(scope)
         return len(records)
 
@@ -255,5 +324,55 @@ class PgWrites:
                 "memories, messages, history, jobs"
             )
 
-    def update_memory(self, *args: object, **kwargs: object) -> MemoryRecord:
-        raise NotImplementedInStoreError("update is not implemented yet for PostgreSQL")
+    def update_memory(
+        self,
+        record: MemoryRecord,
+        *,
+        text: str | None,
+        text_hash: str | None,
+        vector: np.ndarray | None,
+        terms: Sequence[str] | None = None,
+        entities: Sequence[EntityMention] | None = None,
+        metadata: dict[str, Any] | None,
+        expiration_date: Any,  # a date string, None to clear, or Ellipsis to keep
+        now: datetime | None = None,
+    ) -> MemoryRecord:
+        """As store/writes.py: apply the changes and return the memory as committed."""
+        stamp = iso(now or utc_now())
+        with self.db.atomic():
+            current = self._locked(record.id)
+            if current is None:
+                raise MemoryNotFoundError(f"memory {record.id!r} no longer exists")
+            sets: list[str] = ["updated_at = %s"]
+            params: list[Any] = [stamp]
+            if text is not None:
+                sets += ["text = %s", "hash = %s"]
+                params += [text, text_hash]
+            if metadata is not None:
+                sets.append("metadata = %s")
+                params.append(json.dumps(metadata, ensure_ascii=False))
+            if expiration_date is not Ellipsis:
+                sets.append("expiration_date = %s")
+                params.append(expiration_date)
+            if text is not None and vector is not None:
+                sets.append("embedding = %s::vector")
+                params.append(vector_literal(vector))
+            self.db.execute(f"UPDATE memories SET {', '.join(sets)} WHERE rowid = %s",
+                            (*params, current.rowid))  # fmt: skip
+            if text is not None and vector is not None:
+                keywords.unindex(self.db, [current.rowid], keywords.MEMORY_KEYWORDS)
+                keywords.index_terms(
+                    self.db, current.rowid, partition_of(current.user_id), terms or [],
+                    keywords.MEMORY_KEYWORDS,
+                )  # fmt: skip
+                self.db.execute(
+                    "DELETE FROM entity_links WHERE memory_rowid = %s", (current.rowid,)
+                )
+                self._link_entities(current.rowid, current.scope, entities or [])
+                self._drop_unlinked_entities([current.scope.key])
+            new_text = text if text is not None else current.text
+            self._history(current.id, current.text, new_text, "UPDATE", stamp,
+                          current.actor_id, current.role)  # fmt: skip
+            updated = self.reads.get(current.id)
+        assert updated is not None
+        return updated

@@ -1,0 +1,197 @@
+"""SIGKILL on PostgreSQL: a writer killed at random moments loses no acknowledged write and
+leaves no half-written one (the server rolls back its open transaction); a job worker killed
+while running jobs loses none of them, and none is done twice. Writers are subprocesses
+(tests/pg_writer_process.py) with fake models."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from offline_mem import Memory
+from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor
+
+pytestmark = pytest.mark.postgres
+
+WRITER = Path(__file__).with_name("pg_writer_process.py")
+KILLS = int(os.environ.get("OFFLINE_MEM_PG_CRASH_KILLS", "6"))
+SEED = int(os.environ.get("OFFLINE_MEM_CRASH_SEED", "20240611"))
+
+
+def start_writer(url: str, log: Path, *args: str) -> subprocess.Popen[bytes]:
+    out, err = log.open("wb"), log.with_suffix(".err").open("wb")
+    proc = subprocess.Popen([sys.executable, str(WRITER), url, *args], stdout=out, stderr=err)
+    deadline = time.monotonic() + 60
+    while b'"ready"' not in log.read_bytes():
+        assert proc.poll() is None, f"the writer exited: {log.read_text()}"
+        assert time.monotonic() < deadline, "the writer did not start"
+        time.sleep(0.05)
+    return proc
+
+
+def lines(log: Path) -> list[dict[str, Any]]:
+    text = log.read_text()
+    return [json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines() if line]
+
+
+def query(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    with psycopg.connect(url) as conn:
+        return conn.execute(sql, params or None).fetchall()
+
+
+# Each query returns the rows that break one invariant of the store's tables.
+INVARIANTS = {
+    "memory without its keyword row": "SELECT m.id FROM memories m WHERE NOT EXISTS "
+    "(SELECT 1 FROM keyword_docs d WHERE d.memory_rowid = m.rowid)",
+    "memory without its ADD": "SELECT m.id FROM memories m WHERE NOT EXISTS "
+    "(SELECT 1 FROM history h WHERE h.memory_id = m.id AND h.event = 'ADD')",
+    "indexed message without its keyword row": "SELECT id FROM messages g WHERE g.embedding IS "
+    "NOT NULL AND NOT EXISTS (SELECT 1 FROM message_keyword_docs d WHERE d.message_seq = g.seq)",
+    "document frequency off": "SELECT t.term FROM keyword_terms t WHERE t.df <> (SELECT count(*) "
+    "FROM keyword_postings p WHERE p.partition = t.partition AND p.term = t.term)",
+    "partition totals off": "SELECT p.partition FROM keyword_partitions p WHERE (p.docs, "
+    "p.total_length) <> (SELECT count(*), coalesce(sum(length), 0) FROM keyword_docs d "
+    "WHERE d.partition = p.partition)",
+    "raw memory without its message": "SELECT m.id FROM memories m WHERE NOT EXISTS "
+    "(SELECT 1 FROM provenance p JOIN messages g ON g.seq = p.message_seq "
+    "WHERE p.memory_rowid = m.rowid AND g.content = m.text) AND m.extractor_sha256 IS NULL "
+    "AND m.text NOT LIKE '%updated text'",
+    "memory naming Lisbon without its entity link": "SELECT m.id FROM memories m "
+    "WHERE m.text LIKE '%Lisbon%' AND NOT EXISTS (SELECT 1 FROM entity_links l JOIN entities e "
+    "ON e.rowid = l.entity_rowid WHERE l.memory_rowid = m.rowid AND e.norm = 'lisbon')",
+    "entity linked to no memory": "SELECT e.norm FROM entities e WHERE NOT EXISTS "
+    "(SELECT 1 FROM entity_links l WHERE l.entity_rowid = e.rowid)",
+    "extracted memory without a source": "SELECT m.id FROM memories m WHERE NOT EXISTS "
+    "(SELECT 1 FROM provenance p WHERE p.memory_rowid = m.rowid) "
+    "AND m.extractor_sha256 IS NOT NULL",
+}
+
+
+def broken(url: str) -> dict[str, list[Any]]:
+    found = {name: query(url, sql) for name, sql in INVARIANTS.items()}
+    return {name: rows for name, rows in found.items() if rows}
+
+
+class Model:
+    """The memories the acknowledged operations made: id -> text."""
+
+    def __init__(self) -> None:
+        self.memories: dict[str, str] = {}
+
+    def apply(self, intent: dict[str, Any], ack: dict[str, Any] | None) -> dict[str, str]:
+        after = dict(self.memories)
+        if intent["op"] == "add" and ack is not None:
+            after.update(zip(ack["ids"], intent["texts"], strict=True))
+        elif intent["op"] == "delete":
+            after.pop(intent["id"], None)
+        elif intent["op"] == "update" and not (ack or {}).get("gone"):
+            after[intent["id"]] = intent["text"]
+        return after
+
+
+def stored(url: str, user: str) -> dict[str, str]:
+    return dict(query(url, "SELECT id, text FROM memories WHERE user_id = %s", (user,)))
+
+
+def test_sigkill_of_a_writer_loses_nothing_acknowledged(postgres_url: str, tmp_path: Path) -> None:
+    rng = random.Random(SEED)
+    in_flight_kills = acknowledged = 0
+    for kill in range(KILLS):
+        log = tmp_path / f"writer{kill}.jsonl"
+        writer = start_writer(postgres_url, log, "adds", "--proc", str(kill))
+        time.sleep(rng.uniform(0.3, 1.5))
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+        model, user = Model(), f"w{kill}"
+        events = lines(log)[1:]
+        acks = {e["i"]: e for e in events if e["t"] == "ack"}
+        intents = [e for e in events if e["t"] == "intent"]
+        for intent in intents:
+            if intent["i"] in acks:
+                model.memories = model.apply(intent, acks[intent["i"]])
+                acknowledged += 1
+        now = stored(postgres_url, user)
+        pending = [i for i in intents if i["i"] not in acks]
+        if pending:  # killed inside a call: wholly done or not at all
+            in_flight_kills += 1
+            (intent,) = pending
+            if intent["op"] == "add":
+                new = {k: v for k, v in now.items() if k not in model.memories}
+                assert sorted(new.values()) in ([], sorted(intent["texts"])), new
+                model.memories.update(new)
+            else:
+                done = model.apply(intent, None)
+                assert now in (model.memories, done)
+                model.memories = now
+        assert now == model.memories
+        assert broken(postgres_url) == {}
+    assert acknowledged > KILLS
+    print("pg crash:", {"kills": KILLS, "acknowledged": acknowledged, "in flight": in_flight_kills})
+
+
+def test_sigkill_of_a_job_worker_loses_no_job(postgres_url: str, tmp_path: Path) -> None:
+    jobs = 24
+    with Memory({"store": postgres_url, "job_worker": False}, embedder=FakeEmbedder(),
+                extractor=FakeExtractor(), entities=FakeEntities()) as producer:  # fmt: skip
+        for i in range(jobs):
+            producer.add(f"note {i} about t{i}a and t{i}b", user_id=f"u{i % 3}", async_mode=True)
+    log = tmp_path / "drain.jsonl"
+    worker = start_writer(postgres_url, log, "drain", "--extract-ms", "150")
+    deadline = time.monotonic() + 60
+    while query(postgres_url, "SELECT count(*) FROM jobs WHERE state = 'done'")[0][0] < 3:
+        assert time.monotonic() < deadline and worker.poll() is None
+        time.sleep(0.05)
+    worker.send_signal(signal.SIGKILL)
+    worker.wait()
+    states = Counter(dict(query(postgres_url, "SELECT state, count(*) FROM jobs GROUP BY state")))
+    assert states["done"] < jobs and states["failed"] == 0
+    assert broken(postgres_url) == {}
+    # a done job's facts are committed with it; a running one's not at all
+    assert query(postgres_url, "SELECT count(*) FROM memories")[0][0] == states["done"]
+    drain = tmp_path / "drain2.jsonl"
+    again = start_writer(postgres_url, drain, "drain")  # resumes the killed worker's job at once
+    assert again.wait(120) == 0 and '"drained"' in drain.read_text()
+    assert query(postgres_url, "SELECT state, count(*) FROM jobs GROUP BY state") == [
+        ("done", jobs)
+    ]
+    adds = query(postgres_url, "SELECT new_memory FROM history WHERE event = 'ADD'")
+    added = Counter(text for (text,) in adds)
+    assert len(added) == jobs and set(added.values()) == {1}
+    assert broken(postgres_url) == {}
+
+
+def test_concurrent_writers_on_one_user_lose_nothing(postgres_url: str, tmp_path: Path) -> None:
+    """Three writers add, update and delete the same user's memories at once, then all are
+    killed: no writer failed (no deadlock; a memory another writer deleted first is a typed
+    MemoryNotFoundError), every acknowledged add is there unless some writer deleted it, and
+    the store's invariants hold (entity links included)."""
+    logs = [tmp_path / f"shared{k}.jsonl" for k in range(3)]
+    writers = [
+        start_writer(postgres_url, log, "adds", "--proc", str(k), "--user", "shared")
+        for k, log in enumerate(logs)
+    ]
+    time.sleep(4)
+    for writer, log in zip(writers, logs, strict=True):
+        assert writer.poll() is None, log.with_suffix(".err").read_text()
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+    events = [e for log in logs for e in lines(log)]
+    added = {i for e in events if e["t"] == "ack" and "ids" in e for i in e["ids"]}
+    deleted = {e["id"] for e in events if e["t"] == "intent" and e["op"] == "delete"}
+    now = set(stored(postgres_url, "shared"))
+    assert added - deleted <= now
+    assert len([e for e in events if e["t"] == "ack"]) > 30
+    updated = {e["text"] for e in events if e["t"] == "intent" and e["op"] == "update"}
+    assert {t for t in stored(postgres_url, "shared").values() if "updated" in t} <= updated
+    assert broken(postgres_url) == {}
