@@ -225,7 +225,13 @@ def main() -> None:
             f"Real dialogue with inference ({', '.join(dev['samples'])}, first "
             f"{dev['max_sessions']} sessions, `benchmarks/storage/dev_bytes.py`): "
             f"{dev['turns']} turns, {dev['memories']} memories, {mb(dev['file_bytes'])}: "
-            f"{kb(dev['bytes_per_turn'])} per stored turn.",
+            f"{kb(dev['bytes_per_turn'])} per stored turn"
+            + (
+                f"; {kb(dev['bytes_per_turn_above_empty'])} a turn above a new file's "
+                f"{mb(dev['empty_file_bytes'])} (one page per table and index)."
+                if "empty_file_bytes" in dev
+                else "."
+            ),
         ]
     machine = next((r["machine"] for r in results.values() if "machine" in r), None)
     if machine:
