@@ -3,7 +3,6 @@
 Importing the package does no I/O and reads no environment; models load on first use.
 """
 
-import logging
 from typing import TYPE_CHECKING, Any
 
 from .config import MemoryConfig
@@ -35,10 +34,6 @@ from .pinned.embedder import Embedder
 from .retrieval.formatting import format_memories
 from .store.writer import written_by
 from .values import EmbedderIdentity
-
-# A library adds no handler of its own but this one: the host application decides where its
-# records go (without it, Python prints warnings to stderr, into a host's own output).
-logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:
     from .async_memory import AsyncMemory
