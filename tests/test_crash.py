@@ -56,10 +56,11 @@ SEED = int(os.environ.get("OFFLINE_MEM_CRASH_SEED", "20240611"))
 
 
 def read_lines(path: Path) -> list[dict[str, Any]]:
-    """The complete lines the writer printed (a line cut by the kill was never printed)."""
+    """The complete JSON lines the writer printed (a line cut by the kill was never printed;
+    its stderr shares the file, and a library warning there is no record)."""
     text = path.read_text()
     complete = text[: text.rfind("\n") + 1]
-    return [json.loads(line) for line in complete.splitlines() if line]
+    return [json.loads(line) for line in complete.splitlines() if line.startswith("{")]
 
 
 def rebuilt_result(model: LogicalState, state: LogicalState, op: dict[str, Any]) -> Any:
