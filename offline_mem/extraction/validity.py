@@ -1,7 +1,7 @@
 """When a stored fact became true: the date its text names, else the date it was said.
 
-"Lena painted a harbour at dawn in 2022", said on 8 May 2023, has been true since 2022; "Oskar
-lost his job", said that day, since that day. A fact's text has its relative dates resolved
+"User painted a harbour at dawn in 2022", said on 8 May 2023, has been true since 2022; "User
+lost the job", said that day, since that day. A fact's text has its relative dates resolved
 already (checks/relative_dates.py); a raw turn's are resolved here the same way, so "I painted
 that harbour last year!" gives 2022 too. A named period counts from its start (a year
 from 1 January). Only dates up to the message's own count: one after it names a plan ("moving
