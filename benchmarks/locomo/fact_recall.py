@@ -33,6 +33,7 @@ DEFAULT_SESSIONS = 4
 DEFAULT_THRESHOLDS = (0.7, 0.8)
 PAGE = 10_000
 SESSION_KEY = re.compile(r"session_(\d+)_observation$")
+PERSON_WORD = re.compile(r"[^\W_]+")  # "I'm" reads as "I" and "m"
 
 
 def gold_facts(sample: dict[str, Any], sessions: int) -> list[dict[str, Any]]:
@@ -72,6 +73,15 @@ def best_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray((a @ b.T).max(axis=1))
 
 
+def in_person(text: str) -> bool:
+    """Whether a fact holds a first- or second-person word ("I", "my", "you", ...): a fact is
+    written in the third person, so such a word was copied from the turn (issue 46)."""
+    from offline_mem.extraction.lexicon import ENGLISH
+
+    said = {w.lower() for w in PERSON_WORD.findall(text)}
+    return not said.isdisjoint(ENGLISH.first_person | ENGLISH.second_person)
+
+
 def share(flags: list[bool]) -> float | None:
     return round(sum(flags) / len(flags), 3) if flags else None
 
@@ -88,7 +98,7 @@ def score(
     per_threshold: dict[str, Any] = {}
     recalled: dict[float, list[tuple[dict[str, Any], bool]]] = defaultdict(list)
     matching: dict[float, list[bool]] = defaultdict(list)
-    counts = {"gold": 0, "stored": 0, "samples": 0}
+    counts = {"gold": 0, "stored": 0, "samples": 0, "in_person": 0}
     shown: list[tuple[str, str, float]] = []
     for sample in samples:
         gold = gold_facts(sample, sessions)
@@ -98,6 +108,7 @@ def score(
         counts["samples"] += 1
         counts["gold"] += len(gold)
         counts["stored"] += len(facts)
+        counts["in_person"] += sum(in_person(f["memory"]) for f in facts)
         gold_vectors = embed([g["text"] for g in gold]) if gold else np.zeros((0, 1))
         fact_vectors = embed([f["memory"] for f in facts]) if facts else np.zeros((0, 1))
         to_stored = best_cosines(gold_vectors, fact_vectors)
@@ -128,6 +139,9 @@ def score(
     if show:
         for gold_text, fact, cosine in random.Random(46).sample(shown, min(show, len(shown))):
             print(f"{cosine:.3f}  gold: {gold_text}\n       stored: {fact}")
+    counts["in_person_share"] = share(
+        [True] * counts["in_person"] + [False] * (counts["stored"] - counts["in_person"])
+    )
     return {"sessions": sessions, **counts, "thresholds": per_threshold}
 
 
