@@ -4,8 +4,9 @@ Order matters: grounding first corrects each fact's source message and speaker, 
 checks read; then the drops (facts of a named speaker that share no word with their message;
 copies of a new message; facts about the person a message speaks
 to, moved to them or dropped; copies of the context, invented names, a third person's deed
-moved onto the user, facts that only name a speaker); last the rewrites of
-the facts that stay ("User" named, relative dates resolved), so a dropped fact costs no rewrite.
+moved onto the user); then a fact running on with its message's own words is cut back to its
+third-person opening, and facts that only name a speaker go; last the rewrites of the facts
+that stay ("User" named, relative dates resolved), so a dropped fact costs no rewrite.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from ..admission import Fact
 from .addressee import AddressedFacts
 from .base import CheckContext, Dropped, FactCheck
+from .copied_tails import CopiedTails
 from .fact_dates import RelativeDates
 from .grounding import (
     ContextCopies,
@@ -35,6 +37,7 @@ FACT_CHECKS: tuple[FactCheck, ...] = (
     ContextCopies(),
     InventedNames(),
     SubjectSwaps(),
+    CopiedTails(),
     NameOnlyFacts(),
     UserPlaceholders(),
     RelativeDates(),
