@@ -380,8 +380,8 @@ class Memory:
         they are left out too when `filters` holds anything but exact scope ids.
         `explain=True` adds each signal's contribution as `score_details`.
 
-        A query naming someone by relation ("Which city does Tiago's neighbour live in?") is
-        searched again with the name its first results give ("... does Bruno live in?"). The
+        A query naming someone by relation ("Which city does my neighbour live in?") is
+        searched again with the name its first results give ("... does <name> live in?"). The
         facts are then the memory that gave the name, followed by the two rankings taken in
         turn (references.py); each keeps the score of the query that found it first, and
         `explain=True` adds `resolved_query`.
