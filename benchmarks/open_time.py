@@ -23,6 +23,7 @@ from writer_process import WordAnalyzer  # noqa: E402
 
 from offline_mem import Memory  # noqa: E402
 from offline_mem.store import db as db_module  # noqa: E402
+from offline_mem.store import open_checks  # noqa: E402
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor  # noqa: E402
 
 RUNS = 20
@@ -40,7 +41,7 @@ def build(path: Path, memories: int, users: int) -> None:
 def median_open_ms(path: Path, *, check: bool) -> float:
     times = []
     for _ in range(RUNS):
-        db_module._checked.clear()  # every open is a first open in this process
+        open_checks._checked.clear()  # every open is a first open in this process
         started = time.perf_counter()
         db = db_module.Database(str(path), check=check)
         times.append((time.perf_counter() - started) * 1000)

@@ -5,8 +5,8 @@ store one write that is a single transaction. Results keep Mem0's shapes. `Memor
 collaborators and hands them their calls: the reads (get, get_all, search, search_messages,
 history) go to a `MemoryReader` (memory_parts/reads.py), an add's write plan to an `AddWriter`
 (memory_parts/writes.py), the extraction jobs of async adds to `ExtractionJobs`
-(memory_parts/jobs.py); the
-validation of every call, updates and deletes are its own.
+(memory_parts/jobs.py); the validation of every call, updates and deletes are its own. The
+store and the models a caller does not hand in are made by memory_parts/components.py.
 """
 
 from __future__ import annotations
@@ -23,13 +23,14 @@ from .config import (
     resolve_models_dir,
     resolve_store_url,
 )
-from .errors import ConfigError, ModelError, ValidationError, shown
+from .errors import ValidationError, shown
+from .memory_parts import components
 from .memory_parts.jobs import ExtractionJobs
 from .memory_parts.reads import DEFAULT_SEARCH_THRESHOLD, MemoryReader, in_scope
 from .memory_parts.writes import AddWriter
 from .pinned.embedder import Embedder, QueryVectorCache
-from .pinned.entities import EntityExtractor, NoEntities, SpacyEntities
-from .pinned.extractor import Extractor, LlamaExtractor
+from .pinned.entities import EntityExtractor
+from .pinned.extractor import Extractor
 from .pinned.nlp import TextAnalyzer
 from .pinned.process_tuning import claim_process
 from .retrieval.ranking import Weights
@@ -38,7 +39,6 @@ from .store.interface import MemoryStore
 from .store.job_worker import JobWorker
 from .store.jobs import JobClaim, JobRecord
 from .store.records import AddPlan, keyword_text
-from .store.store import Store
 from .timeutil import parse_datetime, parse_expiration, utc_now
 from .validation import (
     Skipped,
@@ -49,7 +49,7 @@ from .validation import (
     normalize_messages,
     reject_unknown_kwargs,
 )
-from .values import EmbedderIdentity, content_hash
+from .values import content_hash
 
 _UNSET: Any = Ellipsis
 
@@ -85,21 +85,15 @@ class Memory:
         self.models_dir = resolve_models_dir(config.models_dir)
         if config.own_process:
             claim_process()
-        self.embedder = embedder or self._load_embedder()
+        self.embedder = embedder or components.load_embedder(config.embedder, self.models_dir)
         self._query_embedder = QueryVectorCache(self.embedder)  # shared by the two searches
-        self.analyzer = analyzer or self._load_analyzer()
+        self.analyzer = analyzer or components.load_analyzer(config.nlp, self.models_dir)
         # Both load their model lazily, on first use, and keep it for the life of the Memory.
-        self.extractor = extractor or LlamaExtractor(
-            config.extractor,
-            self.models_dir,
-            threads=config.threads,
-            reproducible=config.reproducible,
-            nice=config.model_nice,
+        self.extractor = extractor or components.default_extractor(config, self.models_dir)
+        self.entities = entities or components.default_entities(config, self.models_dir)
+        self.store: MemoryStore = components.open_store(
+            config, store_url=self.store_url, path=self.path, embedder=self.embedder.identity
         )
-        self.entities = entities or (
-            NoEntities() if config.nlp is None else SpacyEntities(config.nlp, self.models_dir)
-        )
-        self.store: MemoryStore = self._open_store()
         self._lock = threading.RLock()
         self._writer = AddWriter(
             self.store, embedder=self.embedder, analyzer=self.analyzer, entities=self.entities,
@@ -124,59 +118,6 @@ class Memory:
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Memory:
         return cls(MemoryConfig.from_dict(config))
-
-    def _open_store(self) -> MemoryStore:
-        """The SQLite file at `path`, or the PostgreSQL database of `store` (psycopg is
-        imported only then)."""
-        if self.store_url is not None:
-            from .store.postgres import PostgresStore
-
-            return PostgresStore.open(
-                self.store_url,
-                embedder=self.embedder.identity,
-                vector_index=self.config.vector_index,
-            )
-        if self.config.vector_index != "exact":
-            raise ConfigError(
-                f"config 'vector_index' {self.config.vector_index!r} needs a PostgreSQL 'store'; "
-                "the memory file's search is exact"
-            )
-        if self.path != ":memory:":
-            from pathlib import Path
-
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        return Store.open(
-            self.path,
-            embedder=self.embedder.identity,
-            busy_timeout_ms=self.config.busy_timeout_ms,
-            vector_cache_mb=self.config.vector_cache_mb,
-            init_empty=self.config.init_empty_file,
-        )
-
-    def _load_embedder(self) -> Embedder:
-        from .pinned.embedder import SentenceTransformerEmbedder
-        from .pinned.model_files import model_identity, verified_model_dir
-
-        name = self.config.embedder
-        folder = verified_model_dir(name, self.models_dir)
-        ident = model_identity(name, self.models_dir)
-        if ident.dimension is None:
-            raise ModelError(f"the manifest gives no dimension for embedder {shown(name)}")
-        identity = EmbedderIdentity(
-            name=name,
-            sha256=ident.sha256,
-            dimension=ident.dimension,
-            files_sha256=ident.files_sha256,
-        )
-        return SentenceTransformerEmbedder(folder, identity)
-
-    def _load_analyzer(self) -> TextAnalyzer:
-        from .pinned.model_files import verified_model_dir
-        from .pinned.nlp import SpacyAnalyzer
-
-        return SpacyAnalyzer(
-            verified_model_dir(self.config.nlp or "en_core_web_sm", self.models_dir)
-        )
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -439,8 +380,8 @@ class Memory:
         they are left out too when `filters` holds anything but exact scope ids.
         `explain=True` adds each signal's contribution as `score_details`.
 
-        A query naming someone by relation ("Which city does Tiago's neighbour live in?") is
-        searched again with the name its first results give ("... does Bruno live in?"). The
+        A query naming someone by relation ("Which city does my neighbour live in?") is
+        searched again with the name its first results give ("... does <name> live in?"). The
         facts are then the memory that gave the name, followed by the two rankings taken in
         turn (references.py); each keeps the score of the query that found it first, and
         `explain=True` adds `resolved_query`.

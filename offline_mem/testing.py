@@ -110,7 +110,7 @@ def _numbered_as_prompt(data: Mapping[str, Any], first: int) -> dict[str, Any]:
 
 def new_message_lines(prompt: Prompt) -> list[str]:
     """The lines of a facts prompt's conversation that are its new messages, without their
-    numbers ("user (Lena): I moved."; a line that opens a new day starts with its date)."""
+    numbers ("user (<name>): I moved."; a line that opens a new day starts with its date)."""
     first = first_new_number(prompt)
     count = len(prompt.schema.get("properties", {}))
     conversation = prompt.messages[-1]["content"].split("\n\nExisting memories", 1)[0]

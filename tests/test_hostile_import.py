@@ -38,6 +38,7 @@ from offline_mem import (
     OfflineMemError,
     ValidationError,
 )
+from offline_mem.memory_parts import components
 from offline_mem.store.integrity import vector_value_problems, verify_file
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor
 from offline_mem.transfer.export import export_lines
@@ -60,7 +61,7 @@ def open_memory(path: Path, **config: Any) -> Memory:
 
 def install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Cli:
     """The CLI with the fakes, and a word analyzer in place of spaCy."""
-    monkeypatch.setattr(Memory, "_load_analyzer", lambda self: WordAnalyzer())
+    monkeypatch.setattr(components, "load_analyzer", lambda nlp, models_dir: WordAnalyzer())
     return install_cli(monkeypatch, tmp_path)
 
 

@@ -3,12 +3,16 @@ with requests shaped as Mem0's server (mem0ai/mem0 server/main.py) takes them.""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from server_helpers import Running, serve
+from server_helpers import HELPER, ROOT, Running, serve
 
 pytestmark = pytest.mark.network_local
 
@@ -239,3 +243,17 @@ def test_the_browser_page_is_served_without_data(server: Running) -> None:
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     for call in ('"/memories?"', '"/search"', "/history", '"PUT"', '"DELETE"', "include_sources"):
         assert call in page.text, call
+
+
+def test_a_taken_port_is_one_error_line_before_anything_starts(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        args = [sys.executable, str(HELPER), "--fakes", "--", "--db", str(tmp_path / "m.db"),
+                "serve", "--port", port]  # fmt: skip
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 1
+    assert "error:" in done.stderr and "Address already in use" in done.stderr
+    assert "offline-mem serve: http" not in done.stderr and "startup" not in done.stderr

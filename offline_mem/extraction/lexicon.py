@@ -49,7 +49,7 @@ class Lexicon:
     second_person: frozenset[str]  # "you", "your", ...: words a third-person fact never keeps
     first_possessive: frozenset[str]  # "my", "our": what follows is the speaker's
     second_possessive: frozenset[str]  # "your": what follows is the person addressed's
-    possessive_suffixes: tuple[str, ...]  # how a name is made possessive ("Lena's")
+    possessive_suffixes: tuple[str, ...]  # how a name is made possessive ("<name>'s")
     naming_words: frozenset[str]  # words that only say what someone is called
     # words by which a message says something changed; only then may its facts supersede one
     change_words: frozenset[str]

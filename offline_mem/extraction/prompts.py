@@ -58,9 +58,9 @@ FACTS_MAX_TOKENS = 512
 # The rest of a fact after its subject: JSON string characters without escapes or control
 # characters (a raw newline in a fact made an answer invalid JSON, see extractor._JSON_CHAR).
 _FACT_TAIL = r'[^"\\\x00-\x1F]+'
-# Between the name and the rest: the name is the subject ("Lena moved") or the owner ("Lena's
-# cat"). With any character allowed there, the 1.5B model also wrote the turn itself behind
-# "Lena: " ("Lena: Have you tried ...?"; docs/design/prompt-layout.md).
+# Between the name and the rest: the name is the subject ("<name> moved") or the owner
+# ("<name>'s cat"). With any character allowed there, the 1.5B model also wrote the turn itself
+# behind "<name>: " ("<name>: Have you tried ...?"; docs/design/prompt-layout.md).
 _AFTER_SUBJECT = "('s)? "
 
 
@@ -70,12 +70,12 @@ SUBJECT_RULE = "A fact of a message is about the person who wrote it; start it w
 def fact_subject(message: PromptMessage) -> str | None:
     """The name every fact of `message` starts with: its speaker's name, when it has a plain one.
 
-    Measured on real dialogue between two named people (dev set, 100 facts read): 26% of the
-    facts were credited to the wrong person, mostly a question to the other person ("Have you
-    tried ...?") or an echo ("me too") written as the other's fact. The answer's grammar makes
-    each fact of a message start with the name of the person who said it, so a fact can only
-    be about someone else through its speaker ("Lena's sister ...", "Lena asked Rui ...").
-    Messages without a name (an application's user and assistant) keep "User"."""
+    Measured on real dialogue between two named people (dev set, 100 facts read): 26% of the facts
+    were credited to the wrong person, mostly a question to the other person ("Have you tried ...?")
+    or an echo ("me too") written as the other's fact. The answer's grammar makes each fact of a
+    message start with the name of the person who said it, so a fact can only be about someone else
+    through its speaker ("<speaker>'s sister ...", "<speaker> asked <other> ..."). Messages without
+    a name (an application's user and assistant) keep "User"."""
     name = (message.name or "").strip()
     return name if PLAIN_NAME.fullmatch(name) else None
 

@@ -1,7 +1,7 @@
 """Who said a message: its `name`, else a leading "Name: " in its content, else its role.
 
 Transcripts of conversations between named people often reach a memory layer as plain text,
-each message's content starting with its speaker ("Lena: I went to the pottery class
+each message's content starting with its speaker ("Name: I went to the pottery class
 yesterday"). Read as the user's own words, such a turn credits one person's life to the other.
 So, for extraction, a message without a `name` whose content starts with a name and a colon is
 shown as said by that name, without the prefix.

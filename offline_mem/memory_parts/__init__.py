@@ -1,4 +1,4 @@
 """The collaborators `Memory` (memory.py) holds and hands its calls to: `MemoryReader` (reads.py:
 get, get_all, search, search_messages, history), `AddWriter` (writes.py: an add's write plan,
 built and written as one transaction) and `ExtractionJobs` (jobs.py: async adds and their
-queue)."""
+queue); and components.py, which opens the store and loads the models a caller does not hand in."""

@@ -35,7 +35,7 @@ _EDGE_PUNCT = "\"'“”‘’.,;:!?()[]{}<>"
 def normalize_entity(name: str) -> str:
     """The form two mentions share when they name the same entity: Unicode NFKC, case-folded,
     whitespace collapsed, edge punctuation, a leading article and a possessive 's removed.
-    "The Matrix" -> "matrix"; "Ana's" -> "ana"; "  New   York " -> "new york"."""
+    "The Matrix" -> "matrix"; "Lisbon's" -> "lisbon"; "  New   York " -> "new york"."""
     text = unicodedata.normalize("NFKC", name).casefold()
     text = " ".join(text.split()).strip(_EDGE_PUNCT + " ")
     text = _POSSESSIVE.sub("", text).strip(_EDGE_PUNCT + " ")

@@ -51,7 +51,7 @@ class TextAnalyzer(ABC):
         self, analysis: Analysis, mentions: Sequence[EntityMention] = ()
     ) -> list[str]:
         """Candidate entity norms for a query: its entity mentions plus every 1-3 word n-gram,
-        so a lowercase 'marta' still finds 'Marta'. Only norms known in the scope will count."""
+        so a lowercase 'lisbon' still finds 'Lisbon'. Only norms known in the scope will count."""
         norms = [m.norm for m in mentions]
         words = [w for w in analysis.tokens if w]
         for size in range(1, MAX_QUERY_NGRAM + 1):

@@ -2,8 +2,8 @@
 so a model reading "last year" or "next month" has the date to count from.
 
     >>> print(format_memories(memory.search("When did she paint a sunrise?", filters=scope)))
-    [8 May 2023 (Monday)] Melanie: Yeah, I painted that lake sunrise last year!
-    [8 May 2023 (Monday)] Melanie painted a lake sunrise in 2022
+    [8 May 2023 (Monday)] <speaker>: Yeah, I painted that lake sunrise last year!
+    [8 May 2023 (Monday)] <speaker> painted a lake sunrise in 2022
 
 Pure: no I/O, no import from the package.
 """

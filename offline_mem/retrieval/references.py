@@ -1,15 +1,16 @@
-"""Relational references in a query: "Tiago's neighbour", "my sister", "the dog of Ana's partner".
+"""Relational references in a query: "<owner>'s neighbour", "my sister", "the dog of <owner>'s
+partner".
 
-A question about a person named only through a relation ("Which city does Tiago's neighbour live
-in?") needs two memories: who the neighbour is ("Did I tell you about my neighbour, Bruno?") and
-the fact about that person ("Bruno has been living in Aarhus"). The second shares no word with
-the question but the city, so a single search ranks it low and a small answer model, seeing the
-user's own city first, answers that. Search therefore resolves such a reference from its own
-first results and searches again with the name in its place ("Which city does Bruno live in?").
+A question about a person named only through a relation ("Which city does <owner>'s neighbour live
+in?") needs two memories: who the neighbour is ("Did I tell you about my neighbour, <name>?") and
+the fact about that person ("<name> has been living in Aarhus"). The second shares no word with the
+question but the city, so a single search ranks it low and a small answer model, seeing the user's
+own city first, answers that. Search therefore resolves such a reference from its own first results
+and searches again with the name in its place ("Which city does <name> live in?").
 
-Pure functions over strings (no model: the small spaCy pipeline labels "Ines" an organisation
-and "Valencia" a person). `search_resolving` is the one way a search (of facts or of messages,
-memory_parts/reads.py) resolves them: it is handed the search to run.
+Pure functions over strings (no model: the small spaCy pipeline labels some first names an
+organisation and "Valencia" a person). `search_resolving` is the one way a search (of facts or of
+messages, memory_parts/reads.py) resolves them: it is handed the search to run.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import TypeVar
 from ..pinned.entities import normalize_entity
 from .ranking import interleave
 
-# Nouns that name a person by their relation to another. Kept to people: "Tiago's favourite
+# Nouns that name a person by their relation to another. Kept to people: "<owner>'s favourite
 # movie" must not be "resolved" to a title and searched again.
 # fmt: off
 RELATION_NOUNS = frozenset([
@@ -37,22 +38,22 @@ RELATION_NOUNS = frozenset([
     "coach", "doctor", "dentist", "therapist", "landlord", "landlady",
 ])
 # fmt: on
-# Words allowed between the owner and the relation noun: "Tiago's best friend".
+# Words allowed between the owner and the relation noun: "<owner>'s best friend".
 _MODIFIERS = r"(?:(?:best|close|closest|oldest|old|older|younger|youngest|little|big|new|former|\
 elder|eldest|baby|twin|step|childhood|school|work)\s+)*"
 _OWNER = r"(?P<owner>\b(?:[Mm]y|[Oo]ur)|\b[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*['’]s?)"
 _RELATION = r"(?P<relation>[A-Za-z-]+)\b"
 _POSSESSIVE_REFERENCE = re.compile(rf"{_OWNER}\s+{_MODIFIERS}{_RELATION}")
 _SELF_OWNERS = frozenset({"my", "our", "user", "the user", "i", "me"})
-# Other people's relations, in a stored text: "Casey's cousin", "your cousin", "his cousin".
+# Other people's relations, in a stored text: "<other>'s cousin", "your cousin", "his cousin".
 _OWNER_IN_TEXT = re.compile(rf"{_OWNER}\s+{_MODIFIERS}$|\b(?P<pronoun>your|his|her|their)\s+$")
-# A name: a run of capitalised words ("Bruno", "Mary Ann"), never the pronoun "I".
+# A name: a run of capitalised words (a double first name too), never the pronoun "I".
 _NAME = r"(?P<name>(?!I\b)[A-Z][\w-]*(?:\s+(?!I\b)[A-Z][\w-]*)*)"
-# Right after the relation noun: "my cousin, Sofia", "cousin Joel", "partner is named Ana".
+# Right after the relation noun: "my cousin, <name>", "cousin <name>", "partner is named <name>".
 _NAME_AFTER = re.compile(
     rf"^,?\s+(?:(?:who|whose name)\s+is\s+|is\s+|was\s+)?(?:called\s+|named\s+)?{_NAME}"
 )
-# Right before the owner: "Marco is Rui's neighbour", "Ines, my brother".
+# Right before the owner: "<name> is <owner>'s neighbour", "<name>, my brother".
 _NAME_BEFORE = re.compile(rf"\b{_NAME}(?:\s+(?:is|was)|,)\s+$")
 
 
@@ -77,7 +78,7 @@ class Resolution:
 @dataclass(frozen=True)
 class Reference:
     """One relational reference of a query: `query[start:end]` is the span to replace
-    ("Tiago's best friend"), `owner` its normalised possessor ("my" for the user) and
+    ("<owner>'s best friend"), `owner` its normalised possessor ("my" for the user) and
     `relation` the relation noun ("friend")."""
 
     start: int
@@ -99,7 +100,7 @@ def _owner_norm(owner: str) -> str:
 
 def find_references(query: str) -> list[Reference]:
     """The relational references of `query`, in order: "<Name>'s <relation>" or
-    "my <relation>", with optional modifiers between ("Tiago's best friend")."""
+    "my <relation>", with optional modifiers between ("<owner>'s best friend")."""
     found = []
     for match in _POSSESSIVE_REFERENCE.finditer(query):
         owner = match.group("owner")
@@ -107,7 +108,7 @@ def find_references(query: str) -> list[Reference]:
         if relation is None:
             continue
         if owner.lower() not in {"my", "our"} and not re.search(r"['’]s?$", owner):
-            continue  # "Ana partner" is not a possessive
+            continue  # "<owner> partner" is not a possessive
         found.append(Reference(match.start(), match.end(), _owner_norm(owner), relation))
     return found
 
@@ -119,7 +120,7 @@ def _relation_spans(text: str, relation: str) -> list[tuple[int, int]]:
 
 def _belongs_to_other(owned: re.Match[str] | None, reference: Reference, said: Candidate) -> bool:
     """True when the relation noun is someone else's than the reference's owner: another
-    named owner ("Casey's cousin"), "your cousin", "his cousin" said by someone (in an
+    named owner ("<other>'s cousin"), "your cousin", "his cousin" said by someone (in an
     extracted fact "his" is usually the user), or "my cousin" said by someone other than the
     owner (for "my sister": by anyone but the user)."""
     if owned is None:
@@ -137,9 +138,9 @@ def _belongs_to_other(owned: re.Match[str] | None, reference: Reference, said: C
 
 def bridge_name(reference: Reference, said: Candidate) -> str | None:
     """The name `said` gives the reference's relation, or None. The name must stand next to the
-    relation noun: after it ("my neighbour, Bruno", "cousin Joel", "partner is named Ana") or
-    before its owner ("Marco is Rui's neighbour"); it is never the owner or the speaker.
-    "Casey's cousin moved to Valencia" (for Tiago's cousin) -> None: someone else's cousin, and
+    relation noun: after it ("my neighbour, <name>", "cousin <name>", "partner is named <name>")
+    or before its owner ("<name> is <owner>'s neighbour"); it is never the owner or the speaker.
+    "<other>'s cousin moved to Valencia" (for <owner>'s cousin) -> None: someone else's cousin, and
     no name beside the noun."""
     text = said.text
     excluded = {reference.owner, "user", "my"}
@@ -186,7 +187,7 @@ def resolve_query(query: str, candidates: Sequence[Candidate]) -> Resolution | N
     return Resolution(rewritten, tuple(dict.fromkeys(pos for _, pos in names.values())))
 
 
-# How many first results a relational reference is resolved from: the memory naming "Tiago's
+# How many first results a relational reference is resolved from: the memory naming "<owner>'s
 # neighbour" shares only those words with the question, and can rank below the top-k.
 RESOLVE_POOL = 20
 Hit = TypeVar("Hit")

@@ -1,7 +1,7 @@
 """The searches behind `Memory.search` and `Memory.search_messages`: facts and a scope's
 stored messages, found through the store interface and ranked as one list (evidence.py).
 
-Relational references ("Tiago's neighbour") are resolved for both (references.py). The query's
+Relational references ("<owner>'s neighbour") are resolved for both (references.py). The query's
 vector is embedded once: the embedder given is expected to cache it (QueryVectorCache).
 """
 

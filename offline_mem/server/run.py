@@ -28,6 +28,11 @@ class _Server(uvicorn.Server):
 
 
 def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here rather than by uvicorn: uvicorn's `Config.bind_socket()`
+    leaves proto at 0 in older releases that our `uvicorn>=0.30` allows (so no TCP_NODELAY, see
+    below), and its host/port path binds only after the app has started, exits with a status of
+    its own when the port is taken, and may bind "localhost" twice (IPv4 and IPv6: two ports
+    under `--port 0`)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # proto IPPROTO_TCP, not the default 0: asyncio sets TCP_NODELAY only on connections whose
     # socket says TCP, and without it a reused connection's response waits ~40 ms (Nagle's

@@ -3,6 +3,7 @@
 The stdlib `sqlite3` is used where it can load extensions; many Python builds (pyenv, macOS)
 cannot, and then `sqlean` — a drop-in DB-API driver that bundles SQLite — is used instead.
 Every statement goes through `Database.execute`, so a tracer sees (and tests can fail) each one.
+A file is created and checked on open by open_checks.py.
 """
 
 from __future__ import annotations
@@ -19,6 +20,15 @@ from typing import Any
 import sqlite_vec
 
 from ..errors import CorruptFileError, StoreError
+from .open_checks import (
+    PAGE_SIZE,
+    create_file,
+    damaged,
+    is_corruption,
+    quick_check,
+    refuse_foreign,
+    refuse_stub,
+)
 
 Tracer = Callable[[str, Sequence[Any]], None]
 
@@ -34,137 +44,6 @@ def sqlite_driver() -> ModuleType:
     import sqlean
 
     return sqlean
-
-
-def _is_corruption(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return "not a database" in text or "malformed" in text or "corrupt" in text
-
-
-# A new file's page size: five 1,536-byte vectors fit an 8 KiB page, two a 4 KiB one (1,638
-# against 2,048 bytes per vector; docs/storage.md). A file keeps the size it was made with.
-PAGE_SIZE = 8192
-MIN_DATABASE_BYTES = 512  # SQLite's smallest page: a shorter non-empty file is a damaged one
-SQLITE_MAGIC = b"SQLite format 3\x00"
-REPAIR_HINT = (
-    "run `offline-mem verify` to see what is wrong and restore the file from a backup "
-    "(`offline-mem backup` makes one), or point `path` at another file"
-)
-
-
-def damaged(path: str, why: str) -> CorruptFileError:
-    return CorruptFileError(f"{path!r} is a damaged memory file ({why}); {REPAIR_HINT}")
-
-
-def _refuse_stub(path: str, *, init_empty: bool = False, check: bool = True) -> None:
-    """SQLite treats a 0-byte file (and some tiny ones) as an empty database and would silently
-    start afresh: a memory file truncated by a failed copy would look like a new, empty memory.
-    An existing 0-byte file is therefore refused unless the caller asks to initialise it."""
-    if path == ":memory:" or not os.path.isfile(path):
-        return
-    size = os.path.getsize(path)
-    if size == 0 and not init_empty:
-        raise CorruptFileError(
-            f"{path!r} is an empty (0-byte) file, not a memory file: a truncated copy or a "
-            f"failed restore? {REPAIR_HINT}. To start a new memory file in it, pass the config "
-            "key init_empty_file=True"
-        )
-    if 0 < size < MIN_DATABASE_BYTES:
-        raise damaged(path, f"{size} bytes: truncated or not a database")
-    if size and check:
-        _check_header(path, size)
-
-
-def _check_header(path: str, size: int) -> None:
-    """The 100-byte SQLite header against the file: magic string, page size, format bytes, and
-    the page count it records (a file cut short of it was truncated)."""
-    with open(path, "rb") as handle:
-        header = handle.read(100)
-    if len(header) < 100 or header[:16] != SQLITE_MAGIC:
-        raise damaged(path, "no SQLite header")
-    page = int.from_bytes(header[16:18], "big")
-    page = 65_536 if page == 1 else page
-    if page < 512 or page > 65_536 or page & (page - 1):
-        raise damaged(path, f"the header's page size {page} is impossible")
-    if header[18] not in (1, 2) or header[19] not in (1, 2) or header[21:24] != b"\x40\x20\x20":
-        raise damaged(path, "the header's format bytes are wrong")
-    if size % page:
-        raise damaged(path, f"{size} bytes is not a whole number of {page}-byte pages")
-    pages = int.from_bytes(header[28:32], "big")
-    valid = header[24:28] == header[92:96]  # the count is current (SQLite >= 3.7.0 wrote it)
-    wal = path + "-wal"
-    pending = os.path.isfile(wal) and os.path.getsize(wal) > 0  # a checkpoint may be unfinished
-    if valid and not pending and pages * page > size:
-        raise damaged(path, f"the header records {pages} pages, the file holds {size // page}")
-
-
-def _create(path: str, driver: ModuleType) -> None:
-    """A new memory file appears whole: SQLite makes it (with its header, in WAL mode) under a
-    name of its own beside `path`, and it is hard-linked into place. So no process ever sees a
-    new memory file empty, and an empty file can be refused as a truncated one. A process that
-    loses the race to another opens the other's file; where hard links are not supported,
-    SQLite creates the file in place."""
-    import uuid
-
-    staging = f"{path}.{uuid.uuid4().hex}.creating"
-    try:
-        conn = driver.connect(staging)
-        try:
-            conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # before WAL writes the header
-            conn.execute("PRAGMA journal_mode = WAL")
-        finally:
-            conn.close()
-        with contextlib.suppress(OSError):  # FileExistsError: another process created it
-            os.link(staging, path)
-    except driver.Error as exc:
-        raise StoreError(f"cannot create memory file {path!r}: {exc}") from exc
-    finally:
-        for leftover in (staging, staging + "-wal", staging + "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(leftover)
-
-
-# Files (path, size, mtime) that passed `quick_check` in this process: checked once each.
-_checked: set[tuple[str, int, int]] = set()
-_checked_lock = threading.Lock()
-
-
-def _file_key(path: str) -> tuple[str, int, int] | None:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return (os.path.realpath(path), stat.st_size, stat.st_mtime_ns)
-
-
-def _quick_check(conn: Any, path: str) -> None:
-    """SQLite's `quick_check` (every page's structure, not the indexes' content) on the first
-    open of a file in this process: see docs/import-and-open-checks.md for its cost."""
-    key = _file_key(path)
-    if key is None or key[1] == 0:
-        return
-    with _checked_lock:
-        if key in _checked:
-            return
-    rows = [r[0] for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
-    if rows != ["ok"]:
-        raise damaged(path, "SQLite's quick_check: " + "; ".join(str(r) for r in rows)[:300])
-    with _checked_lock:
-        _checked.add(key)
-
-
-def _refuse_foreign(conn: Any, path: str) -> None:
-    """A file with tables but without offline_mem's `migrations` table is not a memory file."""
-    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if not tables:
-        return
-    columns = {row[1] for row in conn.execute("PRAGMA table_info(migrations)")}
-    if columns != {"name", "applied_at"}:
-        shown = ", ".join(sorted(tables)[:5])
-        raise CorruptFileError(
-            f"{path!r} is an SQLite database of another application (tables: {shown}), not a "
-            "memory file; offline_mem leaves it untouched. Point `path` at another file"
-        )
 
 
 class Database:
@@ -204,8 +83,8 @@ class Database:
         self._closed = False
         self._check = check
         if not self._memory and not os.path.lexists(path):
-            _create(path, self.driver)
-        _refuse_stub(path, init_empty=init_empty, check=check)
+            create_file(path, self.driver)
+        refuse_stub(path, init_empty=init_empty, check=check)
         self._first = self._connect(first=True)
 
     def _connect(self, *, first: bool) -> Any:
@@ -231,8 +110,8 @@ class Database:
                 # Before anything writes (journal_mode writes the header): refuse a damaged
                 # file, and another application's database rather than adding our tables to it.
                 if self._check and not self._memory:
-                    _quick_check(conn, path)
-                _refuse_foreign(conn, path)
+                    quick_check(conn, path)
+                refuse_foreign(conn, path)
                 if not self._memory:
                     if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
                         conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
@@ -252,7 +131,7 @@ class Database:
             raise damaged(path, f"SQLite's error names damaged bytes: {exc.object[:80]!r}") from exc
         except self.driver.DatabaseError as exc:
             conn.close()
-            if _is_corruption(exc):
+            if is_corruption(exc):
                 raise damaged(path, str(exc)) from exc
             raise StoreError(f"cannot open memory file {path!r}: {exc}") from exc
         with self._connections_lock:
@@ -323,7 +202,7 @@ class Database:
                 f"memory file {self.path!r} is corrupted: {exc.object[:80]!r}"
             ) from exc
         except self.driver.DatabaseError as exc:
-            if _is_corruption(exc):
+            if is_corruption(exc):
                 raise CorruptFileError(f"memory file {self.path!r} is corrupted: {exc}") from exc
             raise StoreError(f"memory file {self.path!r}: {exc}") from exc
 

@@ -171,6 +171,27 @@ def okapi_idf(docs: int, df: int) -> float:
 IdfFunction = Callable[[int, int], float]
 
 
+def postings_scores(
+    rows: Iterable[Sequence[Any]], weights: dict[str, float], avg: float
+) -> dict[int, float]:
+    """BM25 of each document from its postings rows (key, length, term, tf), `avg` the average
+    document length, summed in term order: both stores score with it, so a memory gets the same
+    float on each."""
+    found: dict[int, tuple[int, dict[str, int]]] = {}
+    for rowid, length, term, tf in rows:
+        found.setdefault(int(rowid), (int(length), {}))[1][term] = int(tf)
+    terms = sorted(weights)
+    scores = {}
+    for rowid, (length, tfs) in found.items():
+        score = 0.0
+        for term in terms:
+            tf = tfs.get(term)
+            if tf:  # the same operations, in the same order, as the SQL of `_ranked`
+                score += weights[term] * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avg))
+        scores[rowid] = score
+    return scores
+
+
 def query_stats(
     db: Database,
     terms: Sequence[str],
@@ -435,16 +456,4 @@ def _exact_scores(
         f"WHERE kd.{t.key} IN (SELECT value FROM json_each(?)){partition_sql}",
         params,
     )
-    found: dict[int, tuple[int, dict[str, int]]] = {}
-    for rowid, length, term, tf in rows:
-        found.setdefault(int(rowid), (int(length), {}))[1][term] = int(tf)
-    avg = stats.avg_length
-    scores = {}
-    for rowid, (length, tfs) in found.items():
-        score = 0.0
-        for term in terms:
-            tf = tfs.get(term)
-            if tf:  # the same operations, in the same order, as the SQL of `_ranked`
-                score += weights[term] * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avg))
-        scores[rowid] = score
-    return scores
+    return postings_scores(rows, weights, stats.avg_length)

@@ -38,7 +38,8 @@ def is_indexed_message(role: str, content: str) -> bool:
 
 def message_embedding_text(name: str | None, content: str) -> str:
     """What a message's vector is made from: with its speaker's name when it has one, so "I moved
-    to Aarhus" said by Rui is near "Where does Rui live?" and far from what Alex said."""
+    to Aarhus" said by one speaker is near "Where does <speaker> live?" and far from what the other
+    speaker said."""
     return f"{name}: {content}" if name else content
 
 

@@ -1,18 +1,18 @@
 """Facts about the person a message speaks to, credited to its speaker, are moved or dropped.
 
-Every fact of a named speaker's message opens with that speaker's name (prompts.fact_subject).
-When the sentence a fact comes from speaks to the other person and not about the speaker
-("Your garden looks amazing!", "Have you tried yoga?"), the 1.5B model still has to open the
-fact with the speaker's name, and writes the other person's garden as the speaker's. A fact is
-taken to be about the person addressed when its source sentence (the one sharing most content
-words) has a second-person word and no first-person word, and the fact does not name the other
-person already ("Lena thanked Rui ..." is about both). So is a fact opening with the speaker's
-possessive whose thing the message gives the person addressed and never the speaker ("Rui's
-store looks great" from Rui's "I love how your store looks"). A question is no fact: dropped,
-also one without a second-person word ("Tried the new ramen bar yet?" had become "Rui tried the
-new ramen bar"), unless it has a first-person word ("Did I tell you I moved?"). A
-statement is rewritten to open with the other person's name when the add's messages name exactly
-one other speaker, else dropped.
+Every fact of a named speaker's message opens with that speaker's name (prompts.fact_subject). When
+the sentence a fact comes from speaks to the other person and not about the speaker ("Your garden
+looks amazing!", "Have you tried yoga?"), the 1.5B model still has to open the fact with the
+speaker's name, and writes the other person's garden as the speaker's. A fact is taken to be about
+the person addressed when its source sentence (the one sharing most content words) has a
+second-person word and no first-person word, and the fact does not name the other person already
+("<speaker> thanked <other> ..." is about both). So is a fact opening with the speaker's possessive
+whose thing the message gives the person addressed and never the speaker ("<speaker>'s store looks
+great" from the speaker's "I love how your store looks"). A question is no fact: dropped, also one
+without a second-person word ("Tried the new ramen bar yet?" had become "<speaker> tried the new
+ramen bar"), unless it has a first-person word ("Did I tell you I moved?"). A statement is rewritten
+to open with the other person's name when the add's messages name exactly one other speaker, else
+dropped.
 
 Facts credited to the wrong person on real dialogue were mostly of this pattern; what the check
 changed: docs/design/fact-checks.md.
@@ -56,8 +56,8 @@ def move_addressed_facts(
         if rest is None or any(set(words_of(o)) <= set(words_of(rest)) for o in others):
             kept.append(fact)
             continue
-        # the fact's first sentence is its claim: a fact that runs on ("Rui found the perfect
-        # spot for his store. Way to go!") is matched by what it says first
+        # the fact's first sentence is its claim: a fact that runs on ("<speaker> found the
+        # perfect spot for the store. Way to go!") is matched by what it says first
         claim = Fact(_first_sentence(fact.text), fact.attributed_to, fact.sources)
         sentence = source_sentence(claim, messages, speakers.every, lexicon)
         said = set(words_of(sentence))
@@ -92,7 +92,7 @@ def _first_sentence(text: str) -> str:
 
 
 def _owned_by_addressee(rest: str, content: str, lexicon: Lexicon) -> bool:
-    """Whether a fact that opens with the writer's possessive ("Lena's store ...") names a
+    """Whether a fact that opens with the writer's possessive ("<writer>'s store ...") names a
     thing the message gives the person addressed ("your store") and never the writer ("my
     store"). Questions do not count: "contemporary is my pick, what's your favourite?" asks
     for the other's favourite and gives the writer's."""

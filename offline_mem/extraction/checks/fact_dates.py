@@ -9,7 +9,7 @@ message's phrase has one exact meaning (the lexicon's `relative_dates`), so when
 message holds exactly one such phrase and no written date, a date in the fact near the
 message's day is replaced by what the phrase means. Dates far from it (a wedding in August
 mentioned in May) are another event's and stay. A fact without a date gets the phrase's only
-when it retells the clause that holds the phrase ("Tiago sang at an open mic night.", 1 of 10
+when it retells the clause that holds the phrase ("User sang at an open mic night.", 1 of 10
 "when" questions).
 """
 
@@ -65,9 +65,9 @@ def correct_fact_date(
 
 def _retells(fact: str, sources: Sequence[str], phrase: str, lexicon: Lexicon) -> bool:
     """Whether every content word of the fact (names aside) is in the clause that holds the
-    phrase: "Tiago sang at an open mic night." retells "Last Saturday I sang at an open mic
+    phrase: "User sang at an open mic night." retells "Last Saturday I sang at an open mic
     night!", "User has a cat named Pepper." does not retell "Yesterday I adopted Pepper", and
-    "Rui is starting a business." does not retell "Lost my job yesterday, so I'm starting a
+    "User is starting a business." does not retell "Lost my job yesterday, so I'm starting a
     business" (the date is the first clause's; a clause starts at a joining word followed by a
     subject, lexicon.clause_start)."""
     names = frozenset(w.lower() for w in WORD.findall(fact) if w[0].isupper())

@@ -1,10 +1,10 @@
 """Which new message a fact comes from, decided by the words they share, not by the model alone.
 
-The 1.5B extractor often cites the wrong message ("from_messages") and, in a conversation
-between two people, credits one speaker's words to the other: measured on the side-by-side
-benchmark, Alex's "I have a hamster called Noodle" became "Rui has a hamster called Noodle",
-citing Rui's message about his car. Provenance is what `search_messages` reports under
-`memory_ids` and what a user follows to check a memory, so it has to be right.
+The 1.5B extractor often cites the wrong message ("from_messages") and, in a conversation between
+two people, credits one speaker's words to the other: measured on the side-by-side benchmark, one
+speaker's "I have a hamster called Noodle" became "<other> has a hamster called Noodle", under the
+other speaker's name and citing their message about a car. Provenance is what `search_messages`
+reports under `memory_ids` and what a user follows to check a memory, so it has to be right.
 
 For each fact: its content words (stop words and the speakers' names left out, crudely
 stemmed by `content_words.stem` so "adopted" meets "adopt") are counted in each new message. The
@@ -67,10 +67,9 @@ def ground_facts(
     return kept, dropped
 
 
-# spaCy's small model often labels a first name ORG or GPE ("Joel" ORG, "Valencia" PERSON in
-# "Joel has been living in Valencia"), so any named entity counts; the first one is the likely
-# subject. Unlabelled proper-noun runs ("PROPER") do not: a capitalised first word is too often
-# one ("Sadly", "Hey").
+# spaCy's small model often labels a first name ORG or GPE, and a city PERSON (in "<name> has been
+# living in <city>"), so any named entity counts; the first one is the likely subject. Unlabelled
+# proper-noun runs ("PROPER") do not: a capitalised first word is too often one ("Sadly", "Hey").
 NAME_KINDS = frozenset({"PERSON", "ORG", "GPE", "NORP"})
 SENTENCE = re.compile(r"[^.!?]+[.!?]*")  # one sentence, with its end
 
@@ -83,8 +82,8 @@ def drop_subject_swaps(
     speakers: Speakers | None = None,
     lexicon: Lexicon = ENGLISH,
 ) -> tuple[list[Fact], list[Dropped]]:
-    """Facts that move what a named third person did onto the user are dropped: "Lena adopted a
-    cat called Pepper" written as "Rui adopted a cat called Pepper" (measured on the
+    """Facts that move what a named third person did onto the user are dropped: "<friend> adopted a
+    cat called Pepper" written as "<user> adopted a cat called Pepper" (measured on the
     side-by-side benchmark; word overlap cannot see it, the words are the same). A fact is
     dropped when it is the user's and names the user, its source sentence (the one sharing most
     words) has no first-person word, and the first person that sentence names is not in the
@@ -144,15 +143,15 @@ def drop_context_copies(
     message shown to the model), more than it shares with the new messages, and no word with the
     new messages that this text lacks.
 
-    Measured on the side-by-side benchmark: the 1.5B model wrote "Rui's cousin just moved to
-    Ghent, funny coincidence." from Rui's "I started a new job at Larkspur Bio", re-using the
-    shown memory "Alex's cousin just moved to Ghent, funny coincidence." with the name swapped,
-    and it superseded the true memory. A copy may share a word with the new messages by chance:
-    "Felix got his scuba diving certificate two days ago", copied from a recent message, shares
-    "day" with the new "I could eat it every day". An update shares words with the memory it
-    updates, but also the new value: "User's favourite colour is green now." has "green" from
-    the new message, and stays. A fact that shares no word with anything is a paraphrase and
-    stays too (see `ground_facts`)."""
+    Measured on the side-by-side benchmark: the 1.5B model wrote "<speaker>'s cousin just moved to
+    Ghent, funny coincidence." from the speaker's "I started a new job at Larkspur Bio", re-using
+    the shown memory "<other>'s cousin just moved to Ghent, funny coincidence." with the name
+    swapped, and it superseded the true memory. A copy may share a word with the new messages by
+    chance: "<other> got a scuba diving certificate two days ago", copied from a recent message,
+    shares "day" with the new "I could eat it every day". An update shares words with the memory it
+    updates, but also the new value: "User's favourite colour is green now." has "green" from the
+    new message, and stays. A fact that shares no word with anything is a paraphrase and stays too
+    (see `ground_facts`)."""
     every_name = (speakers or Speakers.of(messages)).every
     new_words = set().union(
         *(content_stems(messages[i].content, every_name, lexicon) for i in shown)
@@ -186,8 +185,8 @@ def drop_invented_names(
     every capitalised word of the fact must occur (in any case) in the new messages, the
     speakers' names or `context` (the recent messages and the memories retrieved). Measured on the
     side-by-side benchmark: after "I moved to Galway last weekend" the 1.5B model wrote the
-    prompt's worked example back ("User moved from Galway to Porto", "Ana visits User on
-    Sunday"), and it invented the city a user moved from ("from Madrid")."""
+    prompt's worked example back ("User moved from Galway to Porto", the visit of the user's
+    sister), and it invented the city a user moved from ("from Madrid")."""
     known = set(always_known(lexicon)) | set((speakers or Speakers.of(messages)).every)
     for text in [*(m.content for m in messages), *context]:
         known.update(words_of(text))
@@ -215,10 +214,10 @@ def drop_name_only_facts(
     speakers: Speakers | None = None,
     lexicon: Lexicon = ENGLISH,
 ) -> tuple[list[Fact], list[Dropped]]:
-    """Facts that say nothing but what a speaker is called are dropped: "Tiago is named Tiago."
-    (the side-by-side benchmark, medium configuration: it matched Tiago's name and nothing else,
-    and took 4th place in the results of most questions about him). The messages' names say it
-    already."""
+    """Facts that say nothing but what a speaker is called are dropped: "<speaker> is named
+    <speaker>." (the side-by-side benchmark, medium configuration: it matched the speaker's name and
+    nothing else, and took 4th place in the results of most questions about that speaker). The
+    messages' names say it already."""
     every_name = (speakers or Speakers.of(messages)).every
     kept: list[Fact] = []
     dropped: list[Dropped] = []
@@ -244,8 +243,8 @@ def name_the_user(
     whole add when it gives exactly one. The prompt asks for "User" (an application's user
     often has no name), but a conversation between named people is searched by name: measured
     on the side-by-side benchmark, "User left Juniper Robotics and started a new job at Larkspur
-    Bio" was not found for "Which company does Jonah work for now?", where "Jonah left Juniper
-    Robotics ..." is. In a dialogue where both people write as the user, the fact's own
+    Bio" was not found for "Which company does <speaker> work for now?", where "<speaker> left
+    Juniper Robotics ..." is. In a dialogue where both people write as the user, the fact's own
     message tells who "User" is."""
     every = (speakers or Speakers.of(messages)).user_names
     named = []
@@ -287,7 +286,7 @@ class ContextCopies:
     """Facts copied from the shown memories or recent messages dropped (`drop_context_copies`).
     With one model call per message, a call's context also holds the add's earlier messages:
     measured on real dialogue, the 1.5B model restated the other person's message just before
-    under the writer's name ("Tomasz won the regional cup at sixteen" from Tomasz's "Winning
+    under the writer's name ("<writer> won the regional cup at sixteen" from the writer's "Winning
     the cup is amazing! Do you still sail?", right after the other person told of her cup)."""
 
     def check(self, facts: Sequence[Fact], ctx: CheckContext) -> tuple[list[Fact], list[Dropped]]:

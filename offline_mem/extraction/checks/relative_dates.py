@@ -1,6 +1,6 @@
 """Relative dates in extracted facts rewritten as absolute ones, against the observation date.
 
-"Rui passed his driving test yesterday", stored on 24 September 2023, is useless a month
+"User passed the driving test yesterday", stored on 24 September 2023, is useless a month
 later; "... on 23 September 2023" stays true. The extraction prompt asks the model for absolute
 dates, but a 1.5B model leaves "yesterday" or "last week" in about one fact in three that holds
 one (benchmarks/extraction), so admission finishes the job in code: deterministic, exact, and

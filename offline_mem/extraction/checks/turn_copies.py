@@ -1,17 +1,16 @@
 """Facts that are a new message copied out, not a fact taken from it, are dropped.
 
-Measured on real dialogue (dev set): asked to open each fact with its speaker's name, the 1.5B
-model often wrote the turn itself ("Lena says 'Hey! Good to see you. What's up?'", "Lena: Yeah,
-me too! ..."), mostly for greetings, questions and echoes that state nothing. The turn is stored
-and searchable as evidence already, so such a copy adds nothing and, credited to a person, can
-mislead. A copy shares with a new message, in the same order (their longest common
-subsequence), at least COPY_SHARE of that message's words and at least COPY_MIN_WORDS, starting
-with the message's own first word, and keeps one of its first- or second-person words ("I",
-"my", "you"): a fact is written in the third person. So a copy with a date resolved inside it
-still is one, while a rewrite ("User adopted a grey cat called Pixel" from "I adopted a grey cat
-called Pixel", 6 of 7 words), a half-rewrite ("User started eating meat again, I'm no longer
-vegetarian.", the change a supersession needs) and a fact that restates one clause of a long
-turn stay.
+Measured on real dialogue (dev set): asked to open each fact with its speaker's name, the 1.5B model
+often wrote the turn itself ("<speaker> says 'Hey! Good to see you. What's up?'", "<speaker>: Yeah,
+me too! ..."), mostly for greetings, questions and echoes that state nothing. The turn is stored and
+searchable as evidence already, so such a copy adds nothing and, credited to a person, can mislead.
+A copy shares with a new message, in the same order (their longest common subsequence), at least
+COPY_SHARE of that message's words and at least COPY_MIN_WORDS, starting with the message's own
+first word, and keeps one of its first- or second-person words ("I", "my", "you"): a fact is written
+in the third person. So a copy with a date resolved inside it still is one, while a rewrite ("User
+adopted a grey cat called Pixel" from "I adopted a grey cat called Pixel", 6 of 7 words), a
+half-rewrite ("User started eating meat again, I'm no longer vegetarian.", the change a supersession
+needs) and a fact that restates one clause of a long turn stay.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The tables, statistics and formula are keyword_index.py's (Okapi BM25 with Lucene's idf, per
 partition). Every score returned is computed here in Python from the memory's own postings, in
-the same operations and order as keyword_index._exact_scores, so a memory gets the same float
+keyword_index.postings_scores, as in the SQLite store, so a memory gets the same float
 on both stores. PostgreSQL only ranks: the top `limit` by its own (float8) sum, then every row
 within a rounding margin of the limit-th score is re-scored exactly and the top chosen among
 them, so the top is exactly SQLite's (ties by rowid) whatever the summation order.
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..keyword_index import K1, B, IdfFunction, QueryStats, lucene_idf
+from ..keyword_index import K1, B, IdfFunction, QueryStats, lucene_idf, postings_scores
 from .connection import PgDatabase
 from .keywords import PgKeywordTables
 
@@ -182,7 +182,7 @@ def _exact_scores(
     t: PgKeywordTables,
 ) -> dict[int, float]:
     """BM25 over every weighted term of the given rows, from their postings, summed in term
-    order: keyword_index._exact_scores' arithmetic, float for float."""
+    order: keyword_index.postings_scores, as the SQLite store scores them."""
     if not rowids:
         return {}
     terms = sorted(weights)
@@ -199,16 +199,4 @@ def _exact_scores(
         f"WHERE kd.{key} = ANY(%s){partition_sql}",
         params,
     )
-    found: dict[int, tuple[int, dict[str, int]]] = {}
-    for rowid, length, term, tf in rows:
-        found.setdefault(int(rowid), (int(length), {}))[1][term] = int(tf)
-    avg = stats.avg_length
-    scores = {}
-    for rowid, (length, tfs) in found.items():
-        score = 0.0
-        for term in terms:
-            tf = tfs.get(term)
-            if tf:  # keyword_index._exact_scores' operations, in its order
-                score += weights[term] * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avg))
-        scores[rowid] = score
-    return scores
+    return postings_scores(rows, weights, stats.avg_length)
