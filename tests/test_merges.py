@@ -1,13 +1,17 @@
 """A fact said again in other words merges into the memory that says it already: no second
 memory; the memory gains the new message as a source and a MERGE history row. Fake models
-(FakeEmbedder ignores case and punctuation, so the paraphrases below embed as their originals)."""
+(FakeEmbedder ignores case and punctuation, so the paraphrases below embed as their originals).
+Each test runs on a SQLite file and on a PostgreSQL database (`any_store`)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
 
 from offline_mem.memory import Memory
 from offline_mem.store.integrity import verify_file
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer
-from offline_mem.transfer.export import export_lines
+from offline_mem.transfer import export, postgres
 from offline_mem.transfer.importer import import_data
 from offline_mem.transfer.reader import read_export
 
@@ -17,13 +21,24 @@ PORTO = "User lives in Porto."
 LISBON = "User lives in Lisbon."  # differs in one value: never merged
 
 
-def memory(path, *script, async_mode: bool = False) -> Memory:
-    return Memory({"path": str(path), "async_mode": async_mode}, embedder=FakeEmbedder(),
+def memory(store: dict[str, Any], *script: Any, async_mode: bool = False) -> Memory:
+    return Memory({**store, "async_mode": async_mode}, embedder=FakeEmbedder(),
                   extractor=FakeExtractor(*script), entities=FakeEntities())  # fmt: skip
 
 
-def test_a_paraphrase_merges_into_the_stored_memory(tmp_path) -> None:
-    m = memory(tmp_path / "m.db", answer(KEEN), answer(AGAIN))
+def verified(m: Memory) -> bool:
+    """`verify` on a file; a PostgreSQL database has no `verify` (its server checks pages)."""
+    return m.config.store is not None or verify_file(m.store.db, embedder=m.embedder.identity).ok
+
+
+def export_lines(m: Memory) -> Iterator[str]:
+    if m.config.store is not None:
+        return postgres.export_lines(m.store.db)  # type: ignore[arg-type]
+    return export.export_lines(m.store.db)  # type: ignore[arg-type]
+
+
+def test_a_paraphrase_merges_into_the_stored_memory(any_store) -> None:
+    m = memory(any_store, answer(KEEN), answer(AGAIN))
     first = m.add("I am keen on counseling.", user_id="lena", timestamp="2023-05-08T10:00:00Z")
     (added,) = first["results"]
     out = m.add("Counseling, I am keen on it!", user_id="lena", timestamp="2023-06-01T10:00:00Z")
@@ -40,11 +55,11 @@ def test_a_paraphrase_merges_into_the_stored_memory(tmp_path) -> None:
     assert add["event"] == "ADD"
     assert (merge["event"], merge["old_memory"], merge["new_memory"]) == ("MERGE", KEEN, AGAIN)
     assert merge["happened_at"] == "2023-06-01T10:00:00.000000+00:00"
-    assert verify_file(m.store.db, embedder=m.embedder.identity).ok
+    assert verified(m)
 
 
-def test_facts_that_differ_in_one_value_are_not_merged(tmp_path) -> None:
-    m = memory(tmp_path / "m.db", answer(LISBON), answer(PORTO))
+def test_facts_that_differ_in_one_value_are_not_merged(any_store) -> None:
+    m = memory(any_store, answer(LISBON), answer(PORTO))
     m.add("I live in Lisbon.", user_id="lena")
     out = m.add("I live in Porto too.", user_id="lena")
     assert [r["event"] for r in out["results"]] == ["ADD"]
@@ -52,16 +67,16 @@ def test_facts_that_differ_in_one_value_are_not_merged(tmp_path) -> None:
         LISBON, PORTO}  # fmt: skip
 
 
-def test_another_scope_s_memory_is_never_merged_into(tmp_path) -> None:
-    m = memory(tmp_path / "m.db", answer(KEEN), answer(AGAIN))
+def test_another_scope_s_memory_is_never_merged_into(any_store) -> None:
+    m = memory(any_store, answer(KEEN), answer(AGAIN))
     m.add("I am keen on counseling.", user_id="lena")
     out = m.add("I am keen on counseling!", user_id="oskar")
     assert [r["event"] for r in out["results"]] == ["ADD"]
     assert len(m.get_all(filters={"user_id": "oskar"})["results"]) == 1
 
 
-def test_a_queued_add_merges_too_and_a_deleted_memory_takes_its_merges_text(tmp_path) -> None:
-    m = memory(tmp_path / "m.db", answer(KEEN), answer(AGAIN), async_mode=True)
+def test_a_queued_add_merges_too_and_a_deleted_memory_takes_its_merges_text(any_store) -> None:
+    m = memory(any_store, answer(KEEN), answer(AGAIN), async_mode=True)
     m.add("I am keen on counseling.", user_id="lena")
     m.add("Counseling, I am keen on it!", user_id="lena")
     m.flush(timeout=60)
@@ -74,11 +89,12 @@ def test_a_queued_add_merges_too_and_a_deleted_memory_takes_its_merges_text(tmp_
     assert "counseling" not in jobs.lower()  # the done jobs' results kept ids and events only
 
 
-def test_merges_survive_export_and_import(tmp_path) -> None:
-    m = memory(tmp_path / "m.db", answer(KEEN), answer(AGAIN))
+def test_merges_survive_export_and_import(any_store, tmp_path) -> None:
+    """Exported from either store, imported into a new file."""
+    m = memory(any_store, answer(KEEN), answer(AGAIN))
     m.add("I am keen on counseling.", user_id="lena")
     m.add("Counseling, I am keen on it!", user_id="lena")
-    lines = list(export_lines(m.store.db))
+    lines = list(export_lines(m))
     target = Memory({"path": str(tmp_path / "b.db")}, embedder=FakeEmbedder(),
                     entities=FakeEntities())  # fmt: skip
     import_data(target, read_export(lines))

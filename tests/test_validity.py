@@ -1,10 +1,14 @@
 """Memory in time: each fact's valid_from and valid_to, reads as of a date, and history that
 keeps when a change happened beside when it was recorded. Fake models; a hand-written timeline
-of one person's moves, jobs and a relationship that ends."""
+of one person's moves, jobs and a relationship that ends. The API's tests run on a SQLite file
+and on a PostgreSQL database (`module_store`, `any_store`); those of the file's own migration
+and `verify` on the file only."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import date, datetime, timezone
+from typing import Any
 
 import pytest
 
@@ -15,7 +19,7 @@ from offline_mem.memory import Memory
 from offline_mem.store.db import Database
 from offline_mem.store.integrity import verify_file
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer, changes
-from offline_mem.transfer.export import export_lines
+from offline_mem.transfer import export, postgres
 from offline_mem.transfer.importer import import_data
 from offline_mem.transfer.reader import read_export
 
@@ -52,9 +56,9 @@ EXPECTED = {
 }
 
 
-def timeline_memory(path) -> Memory:
+def timeline_memory(store: dict[str, Any]) -> Memory:
     extractor = FakeExtractor(*(answer(fact) for _, _, fact in TIMELINE), still_true=CHANGES)
-    m = Memory({"path": str(path)}, embedder=FakeEmbedder(), extractor=extractor,
+    m = Memory(store, embedder=FakeEmbedder(), extractor=extractor,
                entities=FakeEntities())  # fmt: skip
     for day, said, _ in TIMELINE:
         m.add(said, user_id="lena", timestamp=f"{day}T10:00:00Z")
@@ -71,8 +75,14 @@ def by_text(m: Memory) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def timeline(tmp_path_factory) -> Memory:
-    return timeline_memory(tmp_path_factory.mktemp("timeline") / "m.db")
+def timeline(module_store: dict[str, Any]) -> Memory:
+    return timeline_memory(module_store)
+
+
+def export_lines(m: Memory) -> Iterator[str]:
+    if m.config.store is not None:
+        return postgres.export_lines(m.store.db)  # type: ignore[arg-type]
+    return export.export_lines(m.store.db)  # type: ignore[arg-type]
 
 
 def test_the_timeline_was_stored_with_its_three_changes(timeline) -> None:
@@ -136,19 +146,18 @@ def test_history_keeps_when_a_change_happened_and_when_it_was_recorded(timeline)
     assert superseded["created_at"] > "2026"  # recorded when the add ran, today
 
 
-def test_a_fact_said_out_of_order_never_ends_before_it_began(tmp_path) -> None:
+def test_a_fact_said_out_of_order_never_ends_before_it_began(any_store) -> None:
     """Messages added after later ones, with earlier dates: valid_to is clamped to valid_from."""
     extractor = FakeExtractor(answer(LISBON), answer(PORTO), still_true=changes((LISBON, PORTO)))
-    m = Memory({"path": str(tmp_path / "m.db")}, embedder=FakeEmbedder(), extractor=extractor,
-               entities=FakeEntities())  # fmt: skip
+    m = Memory(any_store, embedder=FakeEmbedder(), extractor=extractor, entities=FakeEntities())
     m.add("I live in Lisbon.", user_id="lena", timestamp="2023-05-01T00:00:00Z")
     m.add("I live in Porto now, not in Lisbon.", user_id="lena", timestamp="2020-01-01T00:00:00Z")
     old = by_text(m)[LISBON]
     assert old["state"] == "superseded" and old["valid_to"] == old["valid_from"]
 
 
-def test_raw_turns_get_their_date_from_the_text_too(tmp_path) -> None:
-    m = Memory({"path": str(tmp_path / "m.db")}, embedder=FakeEmbedder(), entities=FakeEntities())
+def test_raw_turns_get_their_date_from_the_text_too(any_store) -> None:
+    m = Memory(any_store, embedder=FakeEmbedder(), entities=FakeEntities())
     m.add("I painted that lake sunrise last year!", user_id="u", infer=False,
           timestamp="2023-05-08T13:56:00Z")  # fmt: skip
     (item,) = m.get_all(filters={"user_id": "u"})["results"]
@@ -186,12 +195,13 @@ def test_as_of_and_reference_date_are_checked(timeline) -> None:
 def test_validity_survives_export_and_import_and_an_old_export_gets_its_dates(
     timeline, tmp_path
 ) -> None:
-    lines = list(export_lines(timeline.store.db))
+    """Exported from either store, imported into a new file."""
+    lines = list(export_lines(timeline))
     target = Memory({"path": str(tmp_path / "b.db")}, embedder=FakeEmbedder(),
                     entities=FakeEntities())  # fmt: skip
     import_data(target, read_export(lines))
     assert by_text(target) == by_text(timeline)
-    assert list(export_lines(target.store.db))[1:] == lines[1:]  # the header has the time
+    assert list(export_lines(target))[1:] == lines[1:]  # the header has the time
     # an export written before the columns existed: import gives the message dates
     old_lines = [_without(line, ("valid_from", "valid_to", "happened_at")) for line in lines]
     older = Memory({"path": str(tmp_path / "c.db")}, embedder=FakeEmbedder(),
@@ -213,7 +223,7 @@ def _without(line: str, keys: tuple[str, ...]) -> str:
 
 def test_a_file_from_before_validity_migrates_with_its_messages_dates(tmp_path) -> None:
     path = tmp_path / "old.db"
-    timeline_memory(path).close()
+    timeline_memory({"path": str(path)}).close()
     db = Database(str(path))  # back to what schema 10 wrote
     with db.atomic():
         db.execute("ALTER TABLE memories DROP COLUMN valid_from")
@@ -236,7 +246,7 @@ def test_a_file_from_before_validity_migrates_with_its_messages_dates(tmp_path) 
 
 def test_verify_and_import_check_validity_as_the_store_writes_it(timeline, tmp_path) -> None:
     path = tmp_path / "copy.db"
-    lines = list(export_lines(timeline.store.db))
+    lines = list(export_lines(timeline))
     m = Memory({"path": str(path)}, embedder=FakeEmbedder(), entities=FakeEntities())
     import_data(m, read_export(lines))
     assert verify_file(m.store.db, embedder=m.embedder.identity).ok
