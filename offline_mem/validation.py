@@ -73,6 +73,9 @@ def make_scope(
 def check_memory_id(value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(f"memory_id must be a non-empty string, got {shown(value)}")
+    # No stored id holds one (import refuses them), and PostgreSQL cannot even compare a NUL.
+    if any(ord(ch) < 32 for ch in value.strip()):
+        raise ValidationError(f"memory_id must not contain control characters: {shown(value)}")
     return check_encodable(value.strip(), "memory_id")
 
 

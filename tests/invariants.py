@@ -414,6 +414,22 @@ def table_dump(db: Database) -> dict[str, list[tuple[Any, ...]]]:
     }  # fmt: skip
 
 
+def pg_table_dump(db: Any) -> dict[str, list[tuple[Any, ...]]]:
+    """`table_dump` of a PostgreSQL store's database (its `PgDatabase`)."""
+    names = [
+        row[0]
+        for row in db.query(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+            "current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name"
+        )
+    ]
+    return {
+        name: sorted((tuple(map(_digest, row)) for row in db.query(f'SELECT * FROM "{name}"')),
+                     key=repr)
+        for name in names
+    }  # fmt: skip
+
+
 def _digest(value: Any) -> Any:
     """Blobs (sqlite-vec's chunks are megabytes) compare by their sha256."""
     if isinstance(value, bytes):

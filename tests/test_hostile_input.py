@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from invariants import table_dump, violations
+from invariants import pg_table_dump, table_dump, violations
 
 from offline_mem import Memory, OfflineMemError
 from offline_mem.errors import MemoryNotFoundError, ValidationError
@@ -135,16 +135,29 @@ numbers = st.one_of(
 
 
 @pytest.fixture(scope="module")
-def memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
-    path = tmp_path_factory.mktemp("hostile") / "memory.db"
+def memory(module_store: dict[str, Any]) -> Iterator[Memory]:
+    """A SQLite file, then a PostgreSQL database (`module_store`), with three memories."""
     with Memory(
-        {"path": str(path)}, embedder=FakeEmbedder(), extractor=FakeExtractor(),
+        module_store, embedder=FakeEmbedder(), extractor=FakeExtractor(),
         entities=FakeEntities(),
     ) as mem:  # fmt: skip
         mem.add("I live in Lisbon with Marta", user_id="u1", metadata={"k": 1}, infer=False)
         mem.add("I like jazz", user_id="u1", agent_id="a1", infer=False)
         mem.add("u2 keeps this in Porto", user_id="u2", infer=False)
         yield mem
+
+
+def on_file(memory: Memory) -> bool:
+    return memory.config.store is None
+
+
+def dump(memory: Memory) -> dict[str, list[tuple[Any, ...]]]:
+    return table_dump(memory.store.db) if on_file(memory) else pg_table_dump(memory.store.db)
+
+
+def sound(memory: Memory) -> list[str]:
+    """The file's invariants (tests/invariants.py); a database's are its server's constraints."""
+    return violations(memory.store.db) if on_file(memory) else []
 
 
 def existing_ids(memory: Memory) -> list[str]:
@@ -154,15 +167,18 @@ def existing_ids(memory: Memory) -> list[str]:
 def attempt(memory: Memory, call: Callable[[], Any]) -> Any:
     """Run the call: a typed error must leave every table as it was; a success must leave a
     sound file. Anything else propagates and fails the test."""
-    before = table_dump(memory.store.db)
+    before = dump(memory)
     try:
         result = call()
     except OfflineMemError as exc:
-        assert table_dump(memory.store.db) == before, f"{type(exc).__name__} changed the file"
-        assert not memory.store.db.conn.in_transaction
+        assert dump(memory) == before, f"{type(exc).__name__} changed the file"
+        if on_file(memory):
+            assert not memory.store.db.conn.in_transaction
+        else:
+            assert memory.store.db.conn.info.transaction_status.name == "IDLE"
         assert str(exc)  # a message a person can read
         return exc
-    assert violations(memory.store.db) == []
+    assert sound(memory) == []
     return result
 
 
@@ -322,7 +338,7 @@ def test_sql_metacharacters_are_data(memory: Memory) -> None:
     assert [item["id"] for item in found] == [added["id"]]
     assert memory.search("DROP TABLE memories", filters={"user_id": "u3"})["results"]
     memory.delete(added["id"])
-    assert violations(memory.store.db) == []
+    assert sound(memory) == []
 
 
 def test_unknown_ids_raise_memory_not_found(memory: Memory) -> None:
