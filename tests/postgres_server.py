@@ -126,6 +126,12 @@ class PostgresServer:
         )  # fmt: skip
         return self.url(name)
 
+    def drop_database(self, name: str) -> None:
+        self._run(
+            "psql", "-X", "-q", "-h", str(self.sockets), "-p", str(self.port), "-U", SUPERUSER,
+            "-d", "postgres", "-c", f'DROP DATABASE "{name}" WITH (FORCE)',
+        )  # fmt: skip
+
     def stop(self) -> None:
         if self.data.exists() and (self.data / "postmaster.pid").exists():
             # already gone: the directory is removed either way

@@ -19,6 +19,7 @@ As Mem0, a filter naming only user_id covers that user's memories with any agent
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -30,7 +31,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from invariants import table_dump, violations
+from invariants import pg_table_dump, table_dump, violations
 
 from offline_mem import Memory
 from offline_mem.errors import MemoryNotFoundError
@@ -82,17 +83,32 @@ operation = st.one_of(
 )
 
 
+_databases = itertools.count()
+
+
 @contextmanager
-def fresh_memory() -> Iterator[Memory]:
+def fresh_memory(server: Any = None) -> Iterator[Memory]:
+    """A new SQLite file, or with a PostgreSQL `server`, a new database in it."""
     folder = tempfile.mkdtemp(prefix="isolation")
+    name = f"isolation_{next(_databases)}"
+    where = {"path": os.path.join(folder, "m.db")} if server is None else {
+        "store": server.create_database(name)}  # fmt: skip
     try:
         with Memory(
-            {"path": os.path.join(folder, "m.db")}, embedder=FakeEmbedder(),
+            where, embedder=FakeEmbedder(),
             extractor=FakeExtractor(still_true=NOW_CHANGES), entities=FakeEntities(),
         ) as memory:  # fmt: skip
             yield memory
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+        if server is not None:
+            server.drop_database(name)
+
+
+def dump(memory: Memory) -> dict[str, list[tuple[Any, ...]]]:
+    if memory.config.store is None:
+        return table_dump(memory.store.db)
+    return pg_table_dump(memory.store.db)
 
 
 def own_ids(memory: Memory, index: int) -> list[str]:
@@ -177,7 +193,7 @@ def check_extraction_context(memory: Memory, infer_scopes: list[int]) -> None:
 
 def check_by_id(memory: Memory) -> None:
     rows = memory.store.db.query("SELECT id, user_id, agent_id, run_id FROM memories")
-    before = table_dump(memory.store.db)
+    before = dump(memory)
     for mid, user, agent, run_id in rows:
         item = {"user_id": user, "agent_id": agent, "run_id": run_id}
         for scope in SCOPES:
@@ -189,18 +205,26 @@ def check_by_id(memory: Memory) -> None:
                 memory.update(mid, "stolen", **scope)
             with pytest.raises(MemoryNotFoundError):
                 memory.delete(mid, **scope)
-    assert table_dump(memory.store.db) == before
+    assert dump(memory) == before
 
 
+@pytest.mark.parametrize(
+    "store", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
 @settings(max_examples=EXAMPLES, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 @given(ops=st.lists(operation, min_size=1, max_size=20))
-def test_no_read_path_crosses_scopes(ops: list[tuple[Any, ...]]) -> None:
-    with fresh_memory() as memory:
+def test_no_read_path_crosses_scopes(
+    store: str, request: pytest.FixtureRequest, ops: list[tuple[Any, ...]]
+) -> None:
+    """On a SQLite file and on a PostgreSQL database (one new database per example)."""
+    server = request.getfixturevalue("postgres_server") if store == "postgresql" else None
+    with fresh_memory(server) as memory:
         infer_scopes: list[int] = []
         for op in ops:
             run(memory, op, infer_scopes)
         check_reads(memory)
         check_extraction_context(memory, infer_scopes)
-        assert violations(memory.store.db) == []
+        if server is None:  # the file's invariants; a database's are its constraints
+            assert violations(memory.store.db) == []
         check_by_id(memory)
