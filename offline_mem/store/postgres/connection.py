@@ -15,6 +15,7 @@ from typing import Any
 
 from ...config import redacted_url
 from ...errors import StoreConflictError, StoreConnectionError, StoreError, StoreLoginError
+from ..db import Tracer
 
 try:
     import psycopg
@@ -49,6 +50,8 @@ class PgDatabase:
         self._all: list[Any] = []
         self._guard = threading.Lock()
         self._closed = False
+        # sees (and tests can fail) every statement, as Database.tracer does on the file
+        self.tracer: Tracer | None = None
 
     # -- connections -----------------------------------------------------------------------
 
@@ -108,20 +111,28 @@ class PgDatabase:
             raise
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        if self.tracer is not None:
+            self.tracer(sql, params)
         with self._translated():
             return self.conn.execute(sql, params)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
             return
+        if self.tracer is not None:
+            self.tracer(sql, rows)
         with self._translated(), self.conn.cursor() as cursor:
             cursor.executemany(sql, rows)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        if self.tracer is not None:
+            self.tracer(sql, params)
         with self._translated():
             return self.conn.execute(sql, params).fetchall()
 
     def query_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        if self.tracer is not None:
+            self.tracer(sql, params)
         with self._translated():
             return self.conn.execute(sql, params).fetchone()
 

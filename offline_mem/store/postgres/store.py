@@ -19,6 +19,7 @@ import numpy as np
 from ...errors import EmbedderMismatchError, NotImplementedInStoreError
 from ...values import EmbedderIdentity, EntityMention, Scope
 from ..candidates import EntitySignal
+from ..db import Tracer
 from ..filters import CompiledFilter
 from ..jobs import JobClaim, JobRecord, NewJob
 from ..keyword_index import QueryStats
@@ -90,6 +91,14 @@ class PostgresStore:
     @property
     def closed(self) -> bool:
         return self.db.closed
+
+    @property
+    def tracer(self) -> Tracer | None:
+        return self.db.tracer
+
+    @tracer.setter
+    def tracer(self, value: Tracer | None) -> None:
+        self.db.tracer = value
 
     @contextmanager
     def atomic(self) -> Iterator[None]:
