@@ -4,17 +4,15 @@ use them."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from writer_process import WordAnalyzer
 
 from offline_mem import Memory, format_memories
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor
 
 
-def test_a_turn_and_a_fact_from_a_search_carry_their_day_and_speaker(tmp_path: Path) -> None:
+def test_a_turn_and_a_fact_from_a_search_carry_their_day_and_speaker(any_store: dict) -> None:
     extractor = FakeExtractor({"1": ["Melanie painted a lake sunrise last year"]})
-    with Memory({"path": str(tmp_path / "m.db"), "job_worker": False}, embedder=FakeEmbedder(),
+    with Memory({**any_store, "job_worker": False}, embedder=FakeEmbedder(),
                 extractor=extractor, entities=FakeEntities(),
                 analyzer=WordAnalyzer()) as memory:  # fmt: skip
         said = [{"role": "user", "name": "Melanie",

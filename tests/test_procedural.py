@@ -45,9 +45,9 @@ def test_render_keeps_mem0_structure_and_results_verbatim():
     assert render_summary({"steps": []}) == ""
 
 
-def test_add_procedural_writes_one_memory(tmp_path):
+def test_add_procedural_writes_one_memory(any_store):
     extractor = FakeExtractor(ANSWER)
-    m = Memory({"path": str(tmp_path / "m.db")}, embedder=FakeEmbedder(), extractor=extractor,
+    m = Memory(any_store, embedder=FakeEmbedder(), extractor=extractor,
                entities=FakeEntities())  # fmt: skip
     out = m.add([{"role": "user", "content": "scrape it"},
                  {"role": "assistant", "content": "opened p1"}],
@@ -61,8 +61,8 @@ def test_add_procedural_writes_one_memory(tmp_path):
     assert m.store.counts()["provenance"] == 2
 
 
-def test_procedural_needs_an_agent_id(tmp_path):
-    m = Memory({"path": str(tmp_path / "m.db")}, embedder=FakeEmbedder(),
+def test_procedural_needs_an_agent_id(any_store):
+    m = Memory(any_store, embedder=FakeEmbedder(),
                extractor=FakeExtractor(), entities=FakeEntities())  # fmt: skip
     with pytest.raises(ValidationError, match="agent_id"):
         m.add("x", user_id="u", memory_type="procedural_memory")

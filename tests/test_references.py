@@ -145,10 +145,9 @@ QUESTION = "Which city does Mateo's neighbour live in?"
 
 
 @pytest.fixture
-def mateo(tmp_path):
-    with Memory(
-        {"path": str(tmp_path / "m.db")}, embedder=FakeEmbedder(), entities=FakeEntities()
-    ) as m:
+def mateo(any_store):
+    """On a SQLite file and on a PostgreSQL database."""
+    with Memory(any_store, embedder=FakeEmbedder(), entities=FakeEntities()) as m:
         for text in MATEO:
             m.add(
                 [{"role": "user", "content": text, "name": "Mateo"}], user_id="mateo", infer=False

@@ -169,4 +169,9 @@ class PgReads:
         tables = ("memories", "keyword_docs", "keyword_postings", "message_keyword_docs",
                   "message_keyword_postings", "entities", "entity_links", "history", "messages",
                   "provenance")  # fmt: skip
-        return {t: int(self.db.query_one(f"SELECT count(*) FROM {t}")[0]) for t in tables}
+        found = {t: int(self.db.query_one(f"SELECT count(*) FROM {t}")[0]) for t in tables}
+        # the SQLite store's vector tables are columns here: the same counts, the same keys
+        for key, table in (("memory_vectors", "memories"), ("message_vectors", "messages")):
+            sql = f"SELECT count(*) FROM {table} WHERE embedding IS NOT NULL"
+            found[key] = int(self.db.query_one(sql)[0])
+        return found
