@@ -5,6 +5,7 @@ while running jobs loses none of them, and none is done twice. Writers are subpr
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -194,4 +195,61 @@ def test_concurrent_writers_on_one_user_lose_nothing(postgres_url: str, tmp_path
     assert len([e for e in events if e["t"] == "ack"]) > 30
     updated = {e["text"] for e in events if e["t"] == "intent" and e["op"] == "update"}
     assert {t for t in stored(postgres_url, "shared").values() if "updated" in t} <= updated
+    assert broken(postgres_url) == {}
+
+
+def test_two_worker_processes_drain_500_jobs_once_through_a_sigkill(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """Two worker processes drain 510 jobs over 30 scopes from one database; one of them is
+    SIGKILLed while it holds a claim (it stalls inside its 101st extraction), then restarted.
+    Every job is done, its fact committed once; only the killed claim was extracted twice,
+    and its first extraction committed nothing."""
+    jobs, scopes = 510, 30
+    with Memory({"store": postgres_url, "job_worker": False}, embedder=FakeEmbedder(),
+                extractor=FakeExtractor(), entities=FakeEntities()) as producer:  # fmt: skip
+        for i in range(jobs):
+            producer.add(f"note {i} about t{i}a and t{i}b", user_id=f"u{i % scopes}",
+                         async_mode=True)  # fmt: skip
+    logs = [tmp_path / f"worker{k}.jsonl" for k in ("a", "b", "a2")]
+    killed = start_writer(postgres_url, logs[0], "drain", "--log-jobs", "--stall-after", "100")
+    other = start_writer(postgres_url, logs[1], "drain", "--log-jobs")
+    deadline = time.monotonic() + 120
+    while '"stalled"' not in logs[0].read_text():
+        assert time.monotonic() < deadline and killed.poll() is None
+        time.sleep(0.05)
+    held = query(postgres_url, "SELECT seq FROM jobs WHERE state = 'running' AND owner_pid = %s",
+                 (killed.pid,))  # fmt: skip
+    assert len(held) == 1  # it dies holding a claim, mid-extraction
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    assert query(postgres_url, "SELECT count(*) FROM jobs WHERE state = 'done'")[0][0] < jobs
+    restarted = start_writer(postgres_url, logs[2], "drain", "--log-jobs")
+    for worker, log in ((other, logs[1]), (restarted, logs[2])):
+        assert worker.wait(120) == 0, log.with_suffix(".err").read_text()
+        assert '"drained"' in log.read_text()
+    assert query(postgres_url, "SELECT state, count(*) FROM jobs GROUP BY state") == [
+        ("done", jobs)
+    ]
+    extracted = [[e["said"] for e in lines(log) if e["t"] == "extract"] for log in logs]
+    (stalled,) = [e["said"] for e in lines(logs[0]) if e["t"] == "stalled"]
+    runs = Counter(said for per_worker in extracted for said in per_worker)
+    assert len(runs) == jobs and runs[stalled] == 2  # the killed claim was run again, once
+    assert {n for said, n in runs.items() if said != stalled} == {1}
+    assert len(extracted[0]) == 101 and len(extracted[1]) > 100  # both drained a share
+    # the killed claim was claimed twice, every other job once; each fact was added once
+    claims = Counter(n for (n,) in query(postgres_url, "SELECT claims FROM jobs"))
+    assert claims == Counter({1: jobs - 1, 2: 1})
+    assert query(postgres_url, "SELECT claims FROM jobs WHERE seq = %s", held[0]) == [(2,)]
+    added = Counter(text for (text,) in query(
+        postgres_url, "SELECT new_memory FROM history WHERE event = 'ADD'"
+    ))  # fmt: skip
+    assert len(added) == jobs and set(added.values()) == {1}
+    assert f"User said {stalled}" in added
+    assert query(postgres_url, "SELECT count(*) FROM memories")[0][0] == jobs
+    # each scope's jobs ran in the order of its adds, across the three workers
+    order = query(postgres_url, "SELECT scope, seq, finished_at FROM jobs ORDER BY scope, seq")
+    for (scope, _, done), (next_scope, _, next_done) in itertools.pairwise(order):
+        if scope == next_scope:
+            assert done < next_done
     assert broken(postgres_url) == {}
