@@ -10,7 +10,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from postgres_fixtures import postgres_server, postgres_url  # noqa: F401  (fixtures)
+from postgres_fixtures import (  # noqa: F401  (fixtures)
+    new_store,
+    postgres_server,
+    postgres_url,
+    store_config,
+    store_kind,
+)
 
 from offline_mem import Memory
 from offline_mem.testing import FakeEmbedder

@@ -1,10 +1,12 @@
 """Fixtures of the `postgres` tests: one real PostgreSQL + pgvector server per test session
-(tests/postgres_server.py), and a fresh database in it for each test."""
+(tests/postgres_server.py), and a fresh database in it for each test; and the fixtures that run
+a public-API test once on a SQLite file and once on a PostgreSQL database."""
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from postgres_server import PostgresServer
@@ -25,3 +27,33 @@ def postgres_server() -> Iterator[PostgresServer]:
 def postgres_url(postgres_server: PostgresServer) -> str:
     """A new empty database's URL (over the server's unix socket)."""
     return postgres_server.create_database(f"test_{next(_names)}")
+
+
+NewStore = Callable[[], dict[str, Any]]
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def new_store(store_kind: str, db_path: str, request: pytest.FixtureRequest) -> NewStore:
+    """Makes the config of a new empty store of the test's kind at each call: a SQLite file
+    (`db_path` first), or a fresh PostgreSQL database."""
+    made = itertools.count()
+
+    def make() -> dict[str, Any]:
+        n = next(made)
+        if store_kind == "sqlite":
+            return {"path": db_path if n == 0 else db_path.replace(".db", f"{n}.db")}
+        server = request.getfixturevalue("postgres_server")
+        return {"store": server.create_database(f"test_{next(_names)}")}
+
+    return make
+
+
+@pytest.fixture
+def store_config(new_store: NewStore) -> dict[str, Any]:
+    """Where the memories live: a SQLite file, or a fresh PostgreSQL database."""
+    return new_store()

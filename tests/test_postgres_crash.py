@@ -19,6 +19,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from invariants import PG_INVARIANTS
 
 from offline_mem import Memory
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor
@@ -51,19 +52,10 @@ def query(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, .
         return conn.execute(sql, params or None).fetchall()
 
 
-# Each query returns the rows that break one invariant of the store's tables.
+# Each query returns the rows that break one invariant: the store's (tests/invariants.py), and
+# two of these writers' memories.
 INVARIANTS = {
-    "memory without its keyword row": "SELECT m.id FROM memories m WHERE NOT EXISTS "
-    "(SELECT 1 FROM keyword_docs d WHERE d.memory_rowid = m.rowid)",
-    "memory without its ADD": "SELECT m.id FROM memories m WHERE NOT EXISTS "
-    "(SELECT 1 FROM history h WHERE h.memory_id = m.id AND h.event = 'ADD')",
-    "indexed message without its keyword row": "SELECT id FROM messages g WHERE g.embedding IS "
-    "NOT NULL AND NOT EXISTS (SELECT 1 FROM message_keyword_docs d WHERE d.message_seq = g.seq)",
-    "document frequency off": "SELECT t.term FROM keyword_terms t WHERE t.df <> (SELECT count(*) "
-    "FROM keyword_postings p WHERE p.partition = t.partition AND p.term = t.term)",
-    "partition totals off": "SELECT p.partition FROM keyword_partitions p WHERE (p.docs, "
-    "p.total_length) <> (SELECT count(*), coalesce(sum(length), 0) FROM keyword_docs d "
-    "WHERE d.partition = p.partition)",
+    **PG_INVARIANTS,
     "raw memory without its message": "SELECT m.id FROM memories m WHERE NOT EXISTS "
     "(SELECT 1 FROM provenance p JOIN messages g ON g.seq = p.message_seq "
     "WHERE p.memory_rowid = m.rowid AND g.content = m.text) AND m.extractor_sha256 IS NULL "
@@ -71,11 +63,6 @@ INVARIANTS = {
     "memory naming Lisbon without its entity link": "SELECT m.id FROM memories m "
     "WHERE m.text LIKE '%Lisbon%' AND NOT EXISTS (SELECT 1 FROM entity_links l JOIN entities e "
     "ON e.rowid = l.entity_rowid WHERE l.memory_rowid = m.rowid AND e.norm = 'lisbon')",
-    "entity linked to no memory": "SELECT e.norm FROM entities e WHERE NOT EXISTS "
-    "(SELECT 1 FROM entity_links l WHERE l.entity_rowid = e.rowid)",
-    "extracted memory without a source": "SELECT m.id FROM memories m WHERE NOT EXISTS "
-    "(SELECT 1 FROM provenance p WHERE p.memory_rowid = m.rowid) "
-    "AND m.extractor_sha256 IS NOT NULL",
 }
 
 

@@ -169,4 +169,8 @@ class PgReads:
         tables = ("memories", "keyword_docs", "keyword_postings", "message_keyword_docs",
                   "message_keyword_postings", "entities", "entity_links", "history", "messages",
                   "provenance")  # fmt: skip
-        return {t: int(self.db.query_one(f"SELECT count(*) FROM {t}")[0]) for t in tables}
+        found = {t: int(self.db.query_one(f"SELECT count(*) FROM {t}")[0]) for t in tables}
+        # the file's vector tables' counts: here the vectors are columns of their rows
+        found["memory_vectors"] = found["memories"]
+        (indexed,) = self.db.query_one("SELECT count(*) FROM messages WHERE embedding IS NOT NULL")
+        return {**found, "message_vectors": int(indexed)}
