@@ -11,6 +11,10 @@ from .connection import PgDatabase
 
 # The HNSW search's candidate list: pgvector's ef_search, at least this and twice the k asked
 HNSW_EF_SEARCH = 100
+# A filter that selects at most this many rows is ranked exactly even with the HNSW option:
+# through the index, a 10-row scope among 100,000 rows got recall@10 0.185 at 2.5x the time
+# (docs/results/storage_scale.md), and exact over 2,000 rows is a few milliseconds.
+HNSW_EXACT_UP_TO = 2000
 
 # The option's indexes, one per table with vectors; a NULL vector (an unindexed message) is
 # left out of its index by pgvector.
@@ -63,11 +67,17 @@ def hnsw_nearest(
     k: int,
 ) -> dict[int, float]:
     """`key` -> cosine similarity of the k nearest rows of `table` (alias m) passing the
-    condition, by pgvector's HNSW index when the planner takes it (a narrow filter's rows are
-    still ranked exactly through the scope indexes): approximate. The scan goes on past
+    condition, by pgvector's HNSW index: approximate; a filter that selects at most
+    HNSW_EXACT_UP_TO rows is ranked exactly. The scan goes on past
     filtered-out rows (iterative_scan) so a selective filter still fills k. Ordered by distance
     alone, as the index needs; ties are broken by `key` afterwards."""
     sql, params = condition
+    (selected,) = db.query_one(
+        f"SELECT count(*) FROM (SELECT 1 FROM {table} m WHERE {sql} LIMIT %s) AS few",
+        (*params, HNSW_EXACT_UP_TO + 1),
+    )
+    if selected <= HNSW_EXACT_UP_TO:
+        return exact_nearest(db, table, key, vector, condition, k=k)
     literal = vector_literal(vector)
     with db.atomic():  # SET LOCAL lasts to the end of this (or the search's) transaction
         db.execute(
