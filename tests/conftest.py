@@ -10,7 +10,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from postgres_fixtures import any_store, module_store, postgres_server, postgres_url  # noqa: F401  (fixtures)
+from postgres_fixtures import (  # noqa: F401  (fixtures)
+    any_store,
+    module_store,
+    new_store,
+    postgres_server,
+    postgres_url,
+    store_config,
+    store_kind,
+)
 
 from offline_mem import Memory
 from offline_mem.testing import FakeEmbedder

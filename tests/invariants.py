@@ -10,6 +10,9 @@
   listed terms) equal what the postings and docs imply;
 - an entity link never crosses scopes.
 
+`pg_violations(db)` checks a PostgreSQL database's counterparts (keyword statistics, history,
+provenance, entities); `store_violations(memory)` picks the check of the memory's store.
+
 `logical_state(db)` is what a user can observe (memories, history events, messages), for
 comparing a file with a model of the operations acknowledged to have happened.
 """
@@ -591,3 +594,46 @@ def apply_operation(state: LogicalState, op: dict[str, Any], result: Any) -> Non
                 raise LostWrite(f"op {op['i']}: search in {op['scope']} returned {item}")
     else:
         raise ValueError(kind)
+
+
+# Each query returns the rows of a PostgreSQL database that break one invariant of its tables.
+PG_INVARIANTS = {
+    "memory without its keyword row": "SELECT m.id FROM memories m WHERE NOT EXISTS "
+    "(SELECT 1 FROM keyword_docs d WHERE d.memory_rowid = m.rowid)",
+    "memory without its ADD": "SELECT m.id FROM memories m WHERE NOT EXISTS "
+    "(SELECT 1 FROM history h WHERE h.memory_id = m.id AND h.event = 'ADD')",
+    "indexed message without its keyword row": "SELECT id FROM messages g WHERE g.embedding IS "
+    "NOT NULL AND NOT EXISTS (SELECT 1 FROM message_keyword_docs d WHERE d.message_seq = g.seq)",
+    "unindexed message other than a system or empty one": "SELECT id FROM messages WHERE "
+    "embedding IS NULL AND role <> 'system' AND content <> ''",
+    "document frequency off": "SELECT t.term FROM keyword_terms t WHERE t.df <> (SELECT count(*) "
+    "FROM keyword_postings p WHERE p.partition = t.partition AND p.term = t.term)",
+    "partition totals off": "SELECT p.partition FROM keyword_partitions p WHERE (p.docs, "
+    "p.total_length) <> (SELECT count(*), coalesce(sum(length), 0) FROM keyword_docs d "
+    "WHERE d.partition = p.partition)",
+    "message partition totals off": "SELECT p.partition FROM message_keyword_partitions p "
+    "WHERE (p.docs, p.total_length) <> (SELECT count(*), coalesce(sum(length), 0) "
+    "FROM message_keyword_docs d WHERE d.partition = p.partition)",
+    "entity linked to no memory": "SELECT e.norm FROM entities e WHERE NOT EXISTS "
+    "(SELECT 1 FROM entity_links l WHERE l.entity_rowid = e.rowid)",
+    "extracted memory without a source": "SELECT m.id FROM memories m WHERE NOT EXISTS "
+    "(SELECT 1 FROM provenance p WHERE p.memory_rowid = m.rowid) "
+    "AND m.extractor_sha256 IS NOT NULL",
+}
+
+
+def pg_violations(db: Any, extra: dict[str, str] | None = None) -> list[str]:
+    """Every broken invariant of a PostgreSQL database (a PgDatabase), as readable lines."""
+    found = []
+    for what, sql in {**PG_INVARIANTS, **(extra or {})}.items():
+        rows = _rows(db, sql)
+        if rows:
+            found.append(f"{what}: {rows[:5]}")
+    return found
+
+
+def store_violations(memory: Any) -> list[str]:
+    """The broken invariants of a Memory's store, SQLite file or PostgreSQL database."""
+    if isinstance(memory.store.db, Database):
+        return violations(memory.store.db)
+    return pg_violations(memory.store.db)

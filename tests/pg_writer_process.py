@@ -1,7 +1,7 @@
 """A writer for tests/test_postgres_crash.py, on a PostgreSQL database:
 
     python tests/pg_writer_process.py URL adds --proc K [--start N]
-    python tests/pg_writer_process.py URL drain --extract-ms M
+    python tests/pg_writer_process.py URL drain --extract-ms M [--log-jobs] [--stall-after N]
 
 `adds`: raw adds of two messages each ("op<K>x<i> ..."), as user w<K> (or --user); every
 fifth operation deletes, every seventh updates the user's newest memory. Before each call it
@@ -10,7 +10,9 @@ prints
 after it {"t": "ack", "i": i, ...} (with the new ids for an add; "gone" when another writer
 deleted the memory first), flushed. `drain` runs the
 queued extraction jobs with an extractor that takes M ms per job and answers "User said
-<message>". Fake models.
+<message>"; with --log-jobs it prints {"t": "extract", "said": <message>} for each job it
+extracts, and with --stall-after N it prints {"t": "stalled"} in its (N+1)th extraction and
+sleeps there, holding that job's claim until it is killed. Fake models.
 """
 
 from __future__ import annotations
@@ -32,14 +34,23 @@ from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answe
 
 
 class SlowEcho(FakeExtractor):
-    def __init__(self, extract_ms: float) -> None:
+    def __init__(self, extract_ms: float, *, log_jobs: bool, stall_after: int | None) -> None:
         super().__init__()
         self.extract_ms = extract_ms
+        self.log_jobs = log_jobs
+        self.stall_after = stall_after
+        self.extracted = 0
 
     def extract(self, prompt: Prompt) -> Any:
         if prompt.kind == "facts":
             time.sleep(self.extract_ms / 1000)
             said = new_message_lines(prompt)[0].split(": ", 1)[-1]
+            if self.log_jobs:
+                say(t="extract", said=said)
+            if self.extracted == self.stall_after:
+                say(t="stalled", said=said)
+                time.sleep(3600)  # the claim is held until the test kills this process
+            self.extracted += 1
             self.script.append(answer(f"User said {said}"))
         return super().extract(prompt)
 
@@ -89,8 +100,10 @@ def main() -> int:
     parser.add_argument("--start", type=int, default=0)
     parser.add_argument("--user", help="the user to write as (default w<K>)")
     parser.add_argument("--extract-ms", type=float, default=0.0)
+    parser.add_argument("--log-jobs", action="store_true")
+    parser.add_argument("--stall-after", type=int)
     args = parser.parse_args()
-    extractor = SlowEcho(args.extract_ms)
+    extractor = SlowEcho(args.extract_ms, log_jobs=args.log_jobs, stall_after=args.stall_after)
     with Memory({"store": args.url, "job_worker": False}, embedder=FakeEmbedder(),
                 extractor=extractor, entities=FakeEntities(),
                 analyzer=WordAnalyzer()) as memory:  # fmt: skip

@@ -1,10 +1,11 @@
 """Fixtures of the `postgres` tests: one real PostgreSQL + pgvector server per test session
-(tests/postgres_server.py), and a fresh database in it for each test."""
+(tests/postgres_server.py), and a fresh database in it for each test; and the fixtures that run
+a public-API test once on a SQLite file and once on a PostgreSQL database."""
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -28,24 +29,49 @@ def postgres_url(postgres_server: PostgresServer) -> str:
     return postgres_server.create_database(f"test_{next(_names)}")
 
 
+NewStore = Callable[[], dict[str, Any]]
+
+
 STORES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 
 
-def _config(request: pytest.FixtureRequest, make_dir: Any) -> dict[str, Any]:
-    if request.param == "sqlite":
-        return {"path": str(make_dir() / "m.db")}
-    server = request.getfixturevalue("postgres_server")
-    return {"store": server.create_database(f"test_{next(_names)}")}
-
-
 @pytest.fixture(params=STORES)
-def any_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """Where a test's memories live, once on a SQLite file and once on a fresh PostgreSQL
-    database: the config's `path` or `store`."""
-    return _config(request, lambda: tmp_path_factory.mktemp("store"))
+def store_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def new_store(store_kind: str, db_path: str, request: pytest.FixtureRequest) -> NewStore:
+    """Makes the config of a new empty store of the test's kind at each call: a SQLite file
+    (`db_path` first), or a fresh PostgreSQL database."""
+    made = itertools.count()
+
+    def make() -> dict[str, Any]:
+        n = next(made)
+        if store_kind == "sqlite":
+            return {"path": db_path if n == 0 else db_path.replace(".db", f"{n}.db")}
+        server = request.getfixturevalue("postgres_server")
+        return {"store": server.create_database(f"test_{next(_names)}")}
+
+    return make
+
+
+@pytest.fixture
+def store_config(new_store: NewStore) -> dict[str, Any]:
+    """Where the memories live: a SQLite file, or a fresh PostgreSQL database."""
+    return new_store()
 
 
 @pytest.fixture(scope="module", params=STORES)
 def module_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """`any_store` shared by a module's tests."""
-    return _config(request, lambda: tmp_path_factory.mktemp("store"))
+    """`store_config` shared by a module's tests."""
+    if request.param == "sqlite":
+        return {"path": str(tmp_path_factory.mktemp("store") / "m.db")}
+    server = request.getfixturevalue("postgres_server")
+    return {"store": server.create_database(f"test_{next(_names)}")}
+
+
+@pytest.fixture
+def any_store(store_config: dict[str, Any]) -> dict[str, Any]:
+    """`store_config` by the name the tests of merges, validity and evidence take."""
+    return store_config

@@ -50,8 +50,13 @@ def free_port() -> int:
 class PostgresServer:
     """One initdb'd cluster in a temporary directory; `start()`, then `url()`, then `stop()`."""
 
-    def __init__(self, *, bin_dir: Path | None = None, base: str | None = None) -> None:
+    def __init__(
+        self, *, bin_dir: Path | None = None, base: str | None = None, durable: bool = False
+    ) -> None:
+        """`durable`: fsync and synchronous commits on, as a production server (benchmarks);
+        off by default (the tests kill clients, never the server, and it saves seconds)."""
         self.bin_dir = bin_dir or pg_bin_dir()
+        self.durable = durable
         self.root = Path(tempfile.mkdtemp(prefix="offline-mem-pg-", dir=base))
         self.data = self.root / "data"
         self.sockets = self.root / "sock"
@@ -89,11 +94,9 @@ class PostgresServer:
         )  # fmt: skip
         for attempt in range(5):
             self.port = free_port()
-            # fsync off: the tests kill clients, never the server, and it saves seconds
-            options = (
-                f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 "
-                "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-            )
+            options = f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1"
+            if not self.durable:
+                options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             try:
                 self._run(
                     "pg_ctl", "start", "-D", str(self.data), "-w", "-t", str(START_TIMEOUT_S),

@@ -1,5 +1,7 @@
 """The public API over both stores: every test here runs once on a SQLite file and once on a
-PostgreSQL database (tests/postgres_server.py), through one parametrised fixture.
+PostgreSQL database (tests/postgres_server.py), through one parametrised fixture
+(`store_config`, tests/postgres_fixtures.py; test_extraction_api.py, test_async_add.py and
+test_message_search.py take it too).
 
 The store-agnostic tests of tests/test_api_raw.py and tests/test_search_hybrid.py are collected
 here again (imported below), so they run with this module's `memory` fixture, on both stores;
@@ -53,14 +55,6 @@ from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answe
 
 U1 = {"user_id": "u1"}
 OpenMemory = Callable[..., Memory]
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def store_config(request: pytest.FixtureRequest, db_path: str) -> dict[str, Any]:
-    """Where the memories live: a SQLite file, or a fresh PostgreSQL database."""
-    if request.param == "sqlite":
-        return {"path": db_path}
-    return {"store": request.getfixturevalue("postgres_url")}
 
 
 @pytest.fixture

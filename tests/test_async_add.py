@@ -3,6 +3,8 @@ returns at once, and the worker adds the facts later with the synchronous add's 
 
 Fake models (offline_mem/testing.py); tests/test_extraction_real.py runs one async add with the
 real extractor, tests/test_crash.py and tests/test_concurrency.py kill and race the workers.
+Each test runs on a SQLite file and on a PostgreSQL database (the `new_store` fixture) but
+the last statement-by-statement fault injection, which traces SQLite's statements.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from invariants import violations
+from invariants import store_violations
+from postgres_fixtures import NewStore
 
 from offline_mem import Memory, OfflineMemError, ValidationError
 from offline_mem.errors import ExtractionError, FlushTimeoutError
 from offline_mem.pinned.extractor import Prompt
 from offline_mem.store import job_worker
+from offline_mem.store.db import Database
 from offline_mem.testing import (
     FakeEmbedder,
     FakeEntities,
@@ -38,9 +42,9 @@ CONVERSATION = [
 ]
 
 
-def open_memory(path: Path, *script: Any, **config: Any) -> Memory:
+def open_memory(store: dict[str, Any], *script: Any, **config: Any) -> Memory:
     return Memory(
-        {"path": str(path), **config},
+        {**store, **config},
         embedder=FakeEmbedder(),
         extractor=FakeExtractor(*script),
         entities=FakeEntities(),
@@ -57,8 +61,10 @@ def prompts(memory: Memory) -> list[str]:
     return [p.messages[-1]["content"] for p in memory.extractor.calls]
 
 
-def test_the_call_returns_pending_and_the_turns_are_searchable_at_once(tmp_path: Path) -> None:
-    memory = open_memory(tmp_path / "m.db", answer(CONVERSATION[0][1]), job_worker=False)
+def test_the_call_returns_pending_and_the_turns_are_searchable_at_once(
+    store_config: dict[str, Any],
+) -> None:
+    memory = open_memory(store_config, answer(CONVERSATION[0][1]), job_worker=False)
     turns = [{"role": "user", "content": CONVERSATION[0][0]},
              {"role": "assistant", "content": "What a lovely name"}]  # fmt: skip
     result = memory.add(turns, user_id="u1", async_mode=True)
@@ -80,16 +86,16 @@ def test_the_call_returns_pending_and_the_turns_are_searchable_at_once(tmp_path:
     assert fact["results"][0]["memory"] == CONVERSATION[0][1]
     (message,) = [m for m in memory.store.db.query("SELECT id FROM messages WHERE role = 'user'")]
     assert memory.get(message[0])["memory_ids"] == [fact["results"][0]["id"]]
-    assert violations(memory.store.db) == []
+    assert store_violations(memory) == []
     memory.close()
 
 
-def test_queued_adds_see_what_synchronous_adds_would_have_seen(tmp_path: Path) -> None:
+def test_queued_adds_see_what_synchronous_adds_would_have_seen(new_store: NewStore) -> None:
     """Three adds queued before any job runs give the same prompts and memories as the same
     adds made synchronously: each job's context is the scope's messages before its own."""
     script = [answer(fact) for _, fact in CONVERSATION]
-    sync = open_memory(tmp_path / "sync.db", *script)
-    queued = open_memory(tmp_path / "queued.db", *script, job_worker=False)
+    sync = open_memory(new_store(), *script)
+    queued = open_memory(new_store(), *script, job_worker=False)
     for text, _ in CONVERSATION:
         sync.add(text, user_id="u1")
         queued.add(text, user_id="u1", async_mode=True)
@@ -101,11 +107,13 @@ def test_queued_adds_see_what_synchronous_adds_would_have_seen(tmp_path: Path) -
     queued.close()
 
 
-def test_a_synchronous_add_runs_its_scopes_queued_jobs_first(tmp_path: Path) -> None:
+def test_a_synchronous_add_runs_its_scopes_queued_jobs_first(
+    store_config: dict[str, Any],
+) -> None:
     """Mixed adds in one scope are extracted in the order they were made: the synchronous add
     waits for the async one queued before it, whose fact is stored first."""
     script = [answer(fact) for _, fact in CONVERSATION[:2]]
-    memory = open_memory(tmp_path / "m.db", *script, job_worker=False)
+    memory = open_memory(store_config, *script, job_worker=False)
     memory.add(CONVERSATION[0][0], user_id="u1", async_mode=True)
     memory.add(CONVERSATION[1][0], user_id="u1")
     assert memory.pending(user_id="u1") == 0
@@ -116,8 +124,8 @@ def test_a_synchronous_add_runs_its_scopes_queued_jobs_first(tmp_path: Path) -> 
     memory.close()
 
 
-def test_config_async_mode_and_the_per_call_override(tmp_path: Path) -> None:
-    memory = open_memory(tmp_path / "m.db", answer("User likes figs"), async_mode=True)
+def test_config_async_mode_and_the_per_call_override(store_config: dict[str, Any]) -> None:
+    memory = open_memory(store_config, answer("User likes figs"), async_mode=True)
     assert memory.add("I like figs", user_id="u1")["status"] == "PENDING"
     memory.flush()
     result = memory.add("I like dates", user_id="u1", async_mode=False)
@@ -128,8 +136,8 @@ def test_config_async_mode_and_the_per_call_override(tmp_path: Path) -> None:
     memory.close()
 
 
-def test_bad_arguments_change_nothing(tmp_path: Path) -> None:
-    memory = open_memory(tmp_path / "m.db", job_worker=False)
+def test_bad_arguments_change_nothing(store_config: dict[str, Any]) -> None:
+    memory = open_memory(store_config, job_worker=False)
     with pytest.raises(ValidationError, match="async_mode"):
         memory.add("I like figs", user_id="u1", async_mode="yes")  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="timeout"):
@@ -140,11 +148,13 @@ def test_bad_arguments_change_nothing(tmp_path: Path) -> None:
     memory.close()
 
 
-def test_a_failing_job_is_retried_then_kept_as_failed(tmp_path: Path, monkeypatch) -> None:
+def test_a_failing_job_is_retried_then_kept_as_failed(
+    store_config: dict[str, Any], monkeypatch
+) -> None:
     monkeypatch.setattr(job_worker, "RETRY_AFTER_S", (0.0, 0.0))
     broken = ExtractionError("the model answered outside its schema")
     memory = open_memory(
-        tmp_path / "m.db", broken, answer("User likes figs"),  # first job: fails once
+        store_config, broken, answer("User likes figs"),  # first job: fails once
         broken, broken, broken,  # second job: fails every run
         answer("User likes plums"),  # third job
     )  # fmt: skip
@@ -185,13 +195,15 @@ class GatedExtractor(FakeExtractor):
         return super().extract(prompt)
 
 
-def gated(path: Path, **config: Any) -> Memory:
-    return Memory({"path": str(path), **config}, embedder=FakeEmbedder(),
+def gated(store: dict[str, Any], **config: Any) -> Memory:
+    return Memory({**store, **config}, embedder=FakeEmbedder(),
                   extractor=GatedExtractor(), entities=FakeEntities())  # fmt: skip
 
 
-def test_flush_times_out_with_a_typed_error_and_the_job_still_queued(tmp_path: Path) -> None:
-    memory = gated(tmp_path / "m.db")
+def test_flush_times_out_with_a_typed_error_and_the_job_still_queued(
+    store_config: dict[str, Any],
+) -> None:
+    memory = gated(store_config)
     assert isinstance(memory.extractor, GatedExtractor)
     memory.add("I like figs", user_id="u1", async_mode=True)
     with pytest.raises(FlushTimeoutError, match="1 extraction job") as raised:
@@ -204,9 +216,10 @@ def test_flush_times_out_with_a_typed_error_and_the_job_still_queued(tmp_path: P
     memory.close()
 
 
-def test_close_finishes_the_running_job_and_leaves_the_rest_queued(tmp_path: Path) -> None:
-    path = tmp_path / "m.db"
-    memory = gated(path)
+def test_close_finishes_the_running_job_and_leaves_the_rest_queued(
+    store_config: dict[str, Any],
+) -> None:
+    memory = gated(store_config)
     assert isinstance(memory.extractor, GatedExtractor)
     for fruit in ("figs", "pears", "plums"):
         memory.add(f"I like {fruit}", user_id="u1", async_mode=True)
@@ -218,7 +231,7 @@ def test_close_finishes_the_running_job_and_leaves_the_rest_queued(tmp_path: Pat
     memory.extractor.gate.set()
     closing.join(30)
     assert not closing.is_alive()
-    reopened = gated(path, job_worker=False)
+    reopened = gated(store_config, job_worker=False)
     assert facts(reopened) == ["User I like figs"]
     assert reopened.pending() == 2
     assert isinstance(reopened.extractor, GatedExtractor)
@@ -238,21 +251,21 @@ def hold_job(memory: Memory, *, pid: int, lease_s: float) -> None:
     """Make the queued job look claimed by process `pid` of this host, leased for `lease_s`."""
     import platform
 
+    mark = "?" if isinstance(memory.store.db, Database) else "%s"  # SQLite's or psycopg's
     with memory.store.atomic():
         memory.store.db.execute(
-            "UPDATE jobs SET state = 'running', owner = 'elsewhere', owner_host = ?, "
-            "owner_pid = ?, lease_until = ?, claims = 1",
+            f"UPDATE jobs SET state = 'running', owner = 'elsewhere', owner_host = {mark}, "
+            f"owner_pid = {mark}, lease_until = {mark}, claims = 1",
             (platform.node(), pid, time.time() + lease_s),
         )
 
 
-def test_a_job_whose_owner_died_is_resumed_at_once(tmp_path: Path) -> None:
-    path = tmp_path / "m.db"
-    first = open_memory(path, job_worker=False)
+def test_a_job_whose_owner_died_is_resumed_at_once(store_config: dict[str, Any]) -> None:
+    first = open_memory(store_config, job_worker=False)
     event = first.add("I like figs", user_id="u1", async_mode=True)["event_id"]
     hold_job(first, pid=dead_pid(), lease_s=3600)  # a lease far from over: the pid decides
     first.close()
-    second = open_memory(path, answer("User likes figs"))  # resumes on open
+    second = open_memory(store_config, answer("User likes figs"))  # resumes on open
     second.flush(timeout=30)
     job = second.job(event)
     assert job["status"] == "SUCCEEDED" and facts(second) == ["User likes figs"]
@@ -261,11 +274,12 @@ def test_a_job_whose_owner_died_is_resumed_at_once(tmp_path: Path) -> None:
     second.close()
 
 
-def test_a_live_owners_job_is_left_alone_until_its_lease_runs_out(tmp_path: Path) -> None:
-    path = tmp_path / "m.db"
+def test_a_live_owners_job_is_left_alone_until_its_lease_runs_out(
+    store_config: dict[str, Any],
+) -> None:
     owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        memory = open_memory(path, answer("User likes figs"), job_worker=False)
+        memory = open_memory(store_config, answer("User likes figs"), job_worker=False)
         memory.add("I like figs", user_id="u1", async_mode=True)
         hold_job(memory, pid=owner.pid, lease_s=3600)
         assert memory._worker.run_next() is False  # alive and leased: not ours to take
@@ -277,11 +291,14 @@ def test_a_live_owners_job_is_left_alone_until_its_lease_runs_out(tmp_path: Path
     finally:
         owner.kill()
         owner.wait()
-    assert os.path.exists(path)
+    if "path" in store_config:  # a SQLite file
+        assert os.path.exists(store_config["path"])
 
 
-def test_a_job_whose_scope_was_deleted_while_it_ran_commits_nothing(tmp_path: Path) -> None:
-    memory = gated(tmp_path / "m.db")
+def test_a_job_whose_scope_was_deleted_while_it_ran_commits_nothing(
+    store_config: dict[str, Any],
+) -> None:
+    memory = gated(store_config)
     assert isinstance(memory.extractor, GatedExtractor)
     event = memory.add("I like figs", user_id="u1", async_mode=True)["event_id"]
     assert memory.extractor.entered.wait(30)
@@ -290,12 +307,12 @@ def test_a_job_whose_scope_was_deleted_while_it_ran_commits_nothing(tmp_path: Pa
     memory.flush(timeout=30)
     assert memory.job(event) is None and facts(memory) == []
     assert memory.store.counts()["memories"] == 0
-    assert violations(memory.store.db) == []
+    assert store_violations(memory) == []
     memory.close()
 
 
-def test_a_message_deleted_before_its_job_ran_is_left_out(tmp_path: Path) -> None:
-    memory = open_memory(tmp_path / "m.db", answer("User likes figs"), job_worker=False)
+def test_a_message_deleted_before_its_job_ran_is_left_out(store_config: dict[str, Any]) -> None:
+    memory = open_memory(store_config, answer("User likes figs"), job_worker=False)
     turns = [{"role": "user", "content": "I like figs"}, {"role": "user", "content": "and plums"}]
     memory.add(turns, user_id="u1", async_mode=True)
     (plums,) = memory.store.db.query_one("SELECT id FROM messages WHERE content = 'and plums'")
@@ -303,7 +320,7 @@ def test_a_message_deleted_before_its_job_ran_is_left_out(tmp_path: Path) -> Non
     memory.flush(timeout=30)
     assert prompts(memory)[0].count("plums") == 0
     assert facts(memory) == ["User likes figs"]
-    assert violations(memory.store.db) == []
+    assert store_violations(memory) == []
     memory.close()
 
 
@@ -315,9 +332,11 @@ def test_a_job_commits_its_memories_and_done_mark_in_one_transaction(
     tmp_path: Path, monkeypatch
 ) -> None:
     """Fail each statement of a job's run in turn: the file keeps no memory of it, and the job
-    stays to be run again; without a fault it completes."""
+    stays to be run again; without a fault it completes. SQLite only: the store's `tracer`
+    hook sees each statement of the file (tests/test_postgres_update.py and
+    tests/test_postgres_jobs.py inject failures into a database's writes)."""
     monkeypatch.setattr(job_worker, "RETRY_AFTER_S", (0.0, 0.0))
-    memory = open_memory(tmp_path / "m.db", job_worker=False)
+    memory = open_memory({"path": str(tmp_path / "m.db")}, job_worker=False)
     assert isinstance(memory.extractor, FakeExtractor)
     memory.add("I like figs", user_id="u1", infer=False)
     memory.add("I like figs and plums now", user_id="u1", async_mode=True)
@@ -330,7 +349,9 @@ def test_a_job_commits_its_memories_and_done_mark_in_one_transaction(
 
     before = tables()
     seen: list[str] = []
-    probe = open_memory(tmp_path / "probe.db", answer("User likes plums"), job_worker=False)
+    probe = open_memory(
+        {"path": str(tmp_path / "probe.db")}, answer("User likes plums"), job_worker=False
+    )
     probe.add("I like figs", user_id="u1", infer=False)
     probe.add("I like figs and plums now", user_id="u1", async_mode=True)
     probe.store.tracer = lambda sql, params: seen.append(sql)
@@ -371,13 +392,13 @@ def _only_job(memory: Memory) -> str:
     return str(event)
 
 
-def test_async_memory_forwards_flush_and_pending(tmp_path: Path) -> None:
+def test_async_memory_forwards_flush_and_pending(store_config: dict[str, Any]) -> None:
     import asyncio
 
     from offline_mem import AsyncMemory
 
     async def scenario() -> None:
-        config = {"path": str(tmp_path / "m.db"), "job_worker": False}
+        config = {**store_config, "job_worker": False}
         extractor = FakeExtractor(answer("User likes figs"))
         models = {"embedder": FakeEmbedder(), "entities": FakeEntities(), "extractor": extractor}
         async with AsyncMemory(config, **models) as memory:

@@ -1,11 +1,15 @@
 """search_messages: every non-system message is embedded with its write, and stays searchable
-even when extraction kept nothing from it. Fake models; the real embedder has its own tests."""
+even when extraction kept nothing from it. Fake models; the real embedder has its own tests.
+
+Each test runs on a SQLite file and on a PostgreSQL database (the `store_config` fixture) but
+those that rewrite a file into what an older schema wrote and reopen it: the database has one
+migration (store/postgres/migrations.py), no older schema to come from."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from invariants import violations
+from invariants import store_violations, violations
 
 from offline_mem import Memory, ValidationError
 from offline_mem.store.db import Database
@@ -16,8 +20,10 @@ from offline_mem.transfer.importer import import_data
 from offline_mem.transfer.reader import read_export
 
 
-def open_memory(path, *script) -> Memory:
-    return Memory({"path": str(path)}, embedder=FakeEmbedder(),
+def open_memory(store, *script) -> Memory:
+    """On a store's config, or on a SQLite file's path."""
+    config = store if isinstance(store, dict) else {"path": str(store)}
+    return Memory(config, embedder=FakeEmbedder(),
                   extractor=FakeExtractor(*script), entities=FakeEntities())  # fmt: skip
 
 
@@ -25,8 +31,8 @@ def contents(result) -> list[str]:
     return [item["content"] for item in result["results"]]
 
 
-def test_a_message_extraction_skipped_is_still_found(tmp_path):
-    m = open_memory(tmp_path / "m.db", answer("User lives in Lisbon."), {})
+def test_a_message_extraction_skipped_is_still_found(store_config):
+    m = open_memory(store_config, answer("User lives in Lisbon."), {})
     first = m.add([{"role": "user", "content": "I live in Lisbon."}], user_id="u1")
     m.add(
         [{"role": "user", "content": "My locker code is 4417 at the gym."},
@@ -42,11 +48,11 @@ def test_a_message_extraction_skipped_is_still_found(tmp_path):
     lisbon = m.search_messages("live in Lisbon", filters={"user_id": "u1"}, top_k=1)
     assert lisbon["results"][0]["memory_ids"] == [first["results"][0]["id"]]
     assert 0.0 < lisbon["results"][0]["score"] <= 1.0
-    assert violations(m.store.db) == []
+    assert store_violations(m) == []
 
 
-def test_scopes_are_isolated_and_agent_ids_narrow(tmp_path):
-    m = open_memory(tmp_path / "m.db")
+def test_scopes_are_isolated_and_agent_ids_narrow(store_config):
+    m = open_memory(store_config)
     m.add("The blue door is mine", user_id="u1", infer=False)
     m.add("The blue door is hers", user_id="u2", infer=False)
     # many messages of another agent in u1's partition: the filtered KNN must still find a1's
@@ -63,8 +69,8 @@ def test_scopes_are_isolated_and_agent_ids_narrow(tmp_path):
     assert len(m.search_messages("door", filters={"user_id": "u1"}, top_k=5)["results"]) == 5
 
 
-def test_system_messages_are_kept_but_not_indexed(tmp_path):
-    m = open_memory(tmp_path / "m.db")
+def test_system_messages_are_kept_but_not_indexed(store_config):
+    m = open_memory(store_config)
     m.add([{"role": "system", "content": "Speak like a pirate about treasure"},
            {"role": "user", "content": "I had toast for breakfast"}],
           user_id="u1", infer=False)  # fmt: skip
@@ -74,8 +80,8 @@ def test_system_messages_are_kept_but_not_indexed(tmp_path):
     assert m.store.counts()["message_vectors"] == 1
 
 
-def test_threshold_top_k_and_bad_filters(tmp_path):
-    m = open_memory(tmp_path / "m.db")
+def test_threshold_top_k_and_bad_filters(store_config):
+    m = open_memory(store_config)
     m.add("I collect vintage stamps", user_id="u1", infer=False)
     m.add("Completely unrelated words here", user_id="u1", infer=False)
     strict = m.search_messages(
@@ -95,23 +101,23 @@ def test_threshold_top_k_and_bad_filters(tmp_path):
         m.search_messages("x", user_id="u1")
 
 
-def test_raw_add_embeds_each_text_once(tmp_path):
+def test_raw_add_embeds_each_text_once(store_config):
     embedder = FakeEmbedder()
-    m = Memory({"path": str(tmp_path / "m.db")}, embedder=embedder, entities=FakeEntities())
+    m = Memory(store_config, embedder=embedder, entities=FakeEntities())
     embedder.calls.clear()
     m.add([{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}],
           user_id="u1", infer=False)  # fmt: skip
     assert embedder.calls == [["one", "two"]]
 
 
-def test_delete_all_and_reset_remove_message_vectors(tmp_path):
-    m = open_memory(tmp_path / "m.db")
+def test_delete_all_and_reset_remove_message_vectors(store_config):
+    m = open_memory(store_config)
     m.add("keep me", user_id="u2", infer=False)
     m.add("drop me", user_id="u1", infer=False)
     m.delete_all(user_id="u1")
     assert m.store.counts()["message_vectors"] == 1
     assert m.search_messages("drop me", filters={"user_id": "u1"})["results"] == []
-    assert violations(m.store.db) == []
+    assert store_violations(m) == []
     m.reset()
     assert m.store.counts()["message_vectors"] == 0
 
@@ -152,23 +158,23 @@ def test_a_file_from_before_the_index_is_filled_when_opened(tmp_path):
     assert violations(reopened.store.db) == []
 
 
-def test_an_imported_file_has_its_messages_indexed(tmp_path):
+def test_an_imported_file_has_its_messages_indexed(tmp_path, store_config):
     source = open_memory(tmp_path / "a.db", answer("User owns a red kayak."))
     source.add([{"role": "user", "content": "I bought a red kayak"},
                 {"role": "assistant", "content": "Enjoy paddling!"}], user_id="u1")  # fmt: skip
     lines = list(export_lines(source.store.db))
-    target = open_memory(tmp_path / "b.db")
+    target = open_memory(store_config)
     import_data(target, read_export(lines))
     found = target.search_messages("paddling", filters={"user_id": "u1"}, top_k=1)
     assert contents(found) == ["Enjoy paddling!"]
     kayak = target.search_messages("red kayak", filters={"user_id": "u1"}, top_k=1)
     assert len(kayak["results"][0]["memory_ids"]) == 1
-    assert violations(target.store.db) == []
+    assert store_violations(target) == []
 
 
-def test_a_query_searched_twice_is_embedded_once(tmp_path):
+def test_a_query_searched_twice_is_embedded_once(store_config):
     embedder = FakeEmbedder()
-    m = Memory({"path": str(tmp_path / "m.db")}, embedder=embedder, entities=FakeEntities())
+    m = Memory(store_config, embedder=embedder, entities=FakeEntities())
     m.add("I swim on Mondays", user_id="u1", infer=False)
     embedder.calls.clear()
     memories = m.search("when do I swim", filters={"user_id": "u1"})
@@ -178,8 +184,8 @@ def test_a_query_searched_twice_is_embedded_once(tmp_path):
     assert contents(messages) == ["I swim on Mondays"]
 
 
-def test_the_speakers_name_is_part_of_what_is_searched(tmp_path):
-    m = open_memory(tmp_path / "m.db")
+def test_the_speakers_name_is_part_of_what_is_searched(store_config):
+    m = open_memory(store_config)
     m.add(
         [{"role": "user", "name": "Oskar", "content": "I moved to a new flat"},
          {"role": "assistant", "name": "Alex", "content": "I moved to a new flat too"}],
@@ -192,12 +198,17 @@ def test_the_speakers_name_is_part_of_what_is_searched(tmp_path):
     assert [hit["name"] for hit in found["results"]] == ["Alex", "Oskar"]
     # the stored vector is the one of "<name>: <content>"
     db = m.store.db
-    (blob,) = db.query_one(
-        "SELECT v.embedding FROM message_vectors v JOIN messages g ON g.seq = v.rowid "
-        "WHERE g.name = 'Oskar'"
-    )
+    if isinstance(db, Database):
+        (blob,) = db.query_one(
+            "SELECT v.embedding FROM message_vectors v JOIN messages g ON g.seq = v.rowid "
+            "WHERE g.name = 'Oskar'"
+        )
+        stored = np.frombuffer(blob, dtype=np.float32)
+    else:  # PostgreSQL: a vector column of the message's row
+        (values,) = db.query_one("SELECT embedding::real[] FROM messages WHERE name = 'Oskar'")
+        stored = np.array(values, dtype=np.float32)
     want = FakeEmbedder().embed("Oskar: I moved to a new flat")
-    assert np.allclose(np.frombuffer(blob, dtype=np.float32), want)
+    assert np.allclose(stored, want)
 
 
 def test_vectors_from_before_names_counted_are_rebuilt_when_opened(tmp_path):
@@ -239,8 +250,8 @@ def keyword_rows(m: Memory) -> dict[str, int]:
     return {t: m.store.db.query_one(f"SELECT count(*) FROM {t}")[0] for t in tables}
 
 
-def test_search_finds_a_turn_by_a_word_the_embedder_misses(tmp_path):
-    m = Memory({"path": str(tmp_path / "m.db")}, embedder=SameVector(),
+def test_search_finds_a_turn_by_a_word_the_embedder_misses(store_config):
+    m = Memory(store_config, embedder=SameVector(),
                extractor=FakeExtractor(*[answer() for _ in range(81)]),
                entities=FakeEntities())  # fmt: skip
     m.add([{"role": "user", "name": "Noor", "content": "We saw a film called Brightwater"}],
@@ -254,11 +265,11 @@ def test_search_finds_a_turn_by_a_word_the_embedder_misses(tmp_path):
     assert first["kind"] == "message" and first["name"] == "Noor"
     assert first["score_details"]["keyword_score"] > 0
     assert all(item["score_details"]["keyword_score"] == 0 for item in found[1:])
-    assert violations(m.store.db) == []
+    assert store_violations(m) == []
 
 
-def test_message_keyword_rows_go_with_their_messages(tmp_path):
-    m = open_memory(tmp_path / "m.db", answer(), answer())
+def test_message_keyword_rows_go_with_their_messages(store_config):
+    m = open_memory(store_config, answer(), answer())
     m.add([{"role": "user", "content": "I keep bees on the roof"},
            {"role": "system", "content": "be brief"}], user_id="u1")  # fmt: skip
     m.add([{"role": "user", "content": "Honey harvest in June"}], user_id="u2")
@@ -269,10 +280,10 @@ def test_message_keyword_rows_go_with_their_messages(tmp_path):
     assert turn["kind"] == "message"
     m.delete(turn["id"])
     assert keyword_rows(m)["message_keyword_docs"] == 1
-    assert violations(m.store.db) == []
+    assert store_violations(m) == []
     m.delete_all(user_id="u2")
     assert keyword_rows(m) == dict.fromkeys(keyword_rows(m), 0)
-    assert violations(m.store.db) == []
+    assert store_violations(m) == []
     m.add([{"role": "user", "content": "A new hive"}], user_id="u1")
     m.reset()
     assert keyword_rows(m) == dict.fromkeys(keyword_rows(m), 0)

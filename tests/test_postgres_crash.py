@@ -5,6 +5,7 @@ while running jobs loses none of them, and none is done twice. Writers are subpr
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -18,6 +19,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from invariants import PG_INVARIANTS
 
 from offline_mem import Memory
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor
@@ -50,19 +52,10 @@ def query(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, .
         return conn.execute(sql, params or None).fetchall()
 
 
-# Each query returns the rows that break one invariant of the store's tables.
+# Each query returns the rows that break one invariant: the store's (tests/invariants.py), and
+# two of these writers' memories.
 INVARIANTS = {
-    "memory without its keyword row": "SELECT m.id FROM memories m WHERE NOT EXISTS "
-    "(SELECT 1 FROM keyword_docs d WHERE d.memory_rowid = m.rowid)",
-    "memory without its ADD": "SELECT m.id FROM memories m WHERE NOT EXISTS "
-    "(SELECT 1 FROM history h WHERE h.memory_id = m.id AND h.event = 'ADD')",
-    "indexed message without its keyword row": "SELECT id FROM messages g WHERE g.embedding IS "
-    "NOT NULL AND NOT EXISTS (SELECT 1 FROM message_keyword_docs d WHERE d.message_seq = g.seq)",
-    "document frequency off": "SELECT t.term FROM keyword_terms t WHERE t.df <> (SELECT count(*) "
-    "FROM keyword_postings p WHERE p.partition = t.partition AND p.term = t.term)",
-    "partition totals off": "SELECT p.partition FROM keyword_partitions p WHERE (p.docs, "
-    "p.total_length) <> (SELECT count(*), coalesce(sum(length), 0) FROM keyword_docs d "
-    "WHERE d.partition = p.partition)",
+    **PG_INVARIANTS,
     "raw memory without its message": "SELECT m.id FROM memories m WHERE NOT EXISTS "
     "(SELECT 1 FROM provenance p JOIN messages g ON g.seq = p.message_seq "
     "WHERE p.memory_rowid = m.rowid AND g.content = m.text) AND m.extractor_sha256 IS NULL "
@@ -70,11 +63,6 @@ INVARIANTS = {
     "memory naming Lisbon without its entity link": "SELECT m.id FROM memories m "
     "WHERE m.text LIKE '%Lisbon%' AND NOT EXISTS (SELECT 1 FROM entity_links l JOIN entities e "
     "ON e.rowid = l.entity_rowid WHERE l.memory_rowid = m.rowid AND e.norm = 'lisbon')",
-    "entity linked to no memory": "SELECT e.norm FROM entities e WHERE NOT EXISTS "
-    "(SELECT 1 FROM entity_links l WHERE l.entity_rowid = e.rowid)",
-    "extracted memory without a source": "SELECT m.id FROM memories m WHERE NOT EXISTS "
-    "(SELECT 1 FROM provenance p WHERE p.memory_rowid = m.rowid) "
-    "AND m.extractor_sha256 IS NOT NULL",
 }
 
 
@@ -194,4 +182,61 @@ def test_concurrent_writers_on_one_user_lose_nothing(postgres_url: str, tmp_path
     assert len([e for e in events if e["t"] == "ack"]) > 30
     updated = {e["text"] for e in events if e["t"] == "intent" and e["op"] == "update"}
     assert {t for t in stored(postgres_url, "shared").values() if "updated" in t} <= updated
+    assert broken(postgres_url) == {}
+
+
+def test_two_worker_processes_drain_500_jobs_once_through_a_sigkill(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """Two worker processes drain 510 jobs over 30 scopes from one database; one of them is
+    SIGKILLed while it holds a claim (it stalls inside its 101st extraction), then restarted.
+    Every job is done, its fact committed once; only the killed claim was extracted twice,
+    and its first extraction committed nothing."""
+    jobs, scopes = 510, 30
+    with Memory({"store": postgres_url, "job_worker": False}, embedder=FakeEmbedder(),
+                extractor=FakeExtractor(), entities=FakeEntities()) as producer:  # fmt: skip
+        for i in range(jobs):
+            producer.add(f"note {i} about t{i}a and t{i}b", user_id=f"u{i % scopes}",
+                         async_mode=True)  # fmt: skip
+    logs = [tmp_path / f"worker{k}.jsonl" for k in ("a", "b", "a2")]
+    killed = start_writer(postgres_url, logs[0], "drain", "--log-jobs", "--stall-after", "100")
+    other = start_writer(postgres_url, logs[1], "drain", "--log-jobs")
+    deadline = time.monotonic() + 120
+    while '"stalled"' not in logs[0].read_text():
+        assert time.monotonic() < deadline and killed.poll() is None
+        time.sleep(0.05)
+    held = query(postgres_url, "SELECT seq FROM jobs WHERE state = 'running' AND owner_pid = %s",
+                 (killed.pid,))  # fmt: skip
+    assert len(held) == 1  # it dies holding a claim, mid-extraction
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    assert query(postgres_url, "SELECT count(*) FROM jobs WHERE state = 'done'")[0][0] < jobs
+    restarted = start_writer(postgres_url, logs[2], "drain", "--log-jobs")
+    for worker, log in ((other, logs[1]), (restarted, logs[2])):
+        assert worker.wait(120) == 0, log.with_suffix(".err").read_text()
+        assert '"drained"' in log.read_text()
+    assert query(postgres_url, "SELECT state, count(*) FROM jobs GROUP BY state") == [
+        ("done", jobs)
+    ]
+    extracted = [[e["said"] for e in lines(log) if e["t"] == "extract"] for log in logs]
+    (stalled,) = [e["said"] for e in lines(logs[0]) if e["t"] == "stalled"]
+    runs = Counter(said for per_worker in extracted for said in per_worker)
+    assert len(runs) == jobs and runs[stalled] == 2  # the killed claim was run again, once
+    assert {n for said, n in runs.items() if said != stalled} == {1}
+    assert len(extracted[0]) == 101 and len(extracted[1]) > 100  # both drained a share
+    # the killed claim was claimed twice, every other job once; each fact was added once
+    claims = Counter(n for (n,) in query(postgres_url, "SELECT claims FROM jobs"))
+    assert claims == Counter({1: jobs - 1, 2: 1})
+    assert query(postgres_url, "SELECT claims FROM jobs WHERE seq = %s", held[0]) == [(2,)]
+    added = Counter(text for (text,) in query(
+        postgres_url, "SELECT new_memory FROM history WHERE event = 'ADD'"
+    ))  # fmt: skip
+    assert len(added) == jobs and set(added.values()) == {1}
+    assert f"User said {stalled}" in added
+    assert query(postgres_url, "SELECT count(*) FROM memories")[0][0] == jobs
+    # each scope's jobs ran in the order of its adds, across the three workers
+    order = query(postgres_url, "SELECT scope, seq, finished_at FROM jobs ORDER BY scope, seq")
+    for (scope, _, done), (next_scope, _, next_done) in itertools.pairwise(order):
+        if scope == next_scope:
+            assert done < next_done
     assert broken(postgres_url) == {}

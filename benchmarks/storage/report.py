@@ -6,7 +6,8 @@ RUNS_DIR holds `after_<scenario>.json` (plain vector rows), `before_<scenario>.j
 layout, measured at the commit before migration 008), `rows_<scenario>.json` and
 `shared_<scenario>.json` (plain rows at f222640, against one vector per raw memory and keyword
 docs that list their terms: migrations 012, 013) and `dev_after.json`, where present. Runs that
-RUNS_DIR lacks keep the figures already in `storage_scale.json`. Writes `storage_scale.json`
+RUNS_DIR lacks keep the figures already in `storage_scale.json` (among them `postgres_scale`,
+which benchmarks/storage/postgres_scale.py --out writes there). Writes `storage_scale.json`
 (every run, its top-10 answers replaced by their comparison with the other layout's) and
 `storage_scale.md`.
 """
@@ -133,6 +134,78 @@ def shared_section(results: dict[str, Any]) -> list[str]:
     return head + lines
 
 
+def postgres_section(results: dict[str, Any]) -> list[str]:
+    """The PostgreSQL store against the file, one run (benchmarks/storage/postgres_scale.py)."""
+    run = results.get("postgres_scale")
+    if not run:
+        return []
+    lite, exact, hnsw = run["sqlite"], run["postgresql"]["exact"], run["postgresql"]["hnsw"]
+    server = run["server"]
+    lines = [
+        "",
+        f"PostgreSQL {server['postgresql']} + pgvector {server['pgvector']} (fsync "
+        f"{server['fsync']}) against the file, both built by the same raw adds, "
+        f"{run['scopes']:,} scopes x {run['memories_per_scope']} = {run['memories']:,} memories "
+        f"(`{run['command']}`; {run['embedder']}; search within a scope, warm, "
+        f"{run['queries']} queries):",
+        "",
+        "| store | memories/s (raw adds) | bytes per memory | search ms p50 / p95 | same top 10 |",
+        "|---|---|---|---|---|",
+        f"| SQLite file | {lite['memories_per_s']:.0f} | {lite['bytes_per_memory']:,.0f} | "
+        f"{lite['search_ms_p50']:.1f} / {lite['search_ms_p95']:.1f} | |",
+        f"| PostgreSQL exact | {exact['memories_per_s']:.0f} | {exact['bytes_per_memory']:,.0f} | "
+        f"{exact['search_ms_p50']:.1f} / {exact['search_ms_p95']:.1f} | "
+        f"{exact['identical_top10_vs_sqlite']}/{run['queries']} as the file |",
+        f"| PostgreSQL HNSW | | {hnsw['bytes_per_memory']:,.0f} | {hnsw['search_ms_p50']:.1f} / "
+        f"{hnsw['search_ms_p95']:.1f} | {hnsw['identical_top10_vs_exact']}/{run['queries']} as "
+        "exact |",
+        "",
+        f"HNSW: both indexes (memories' and messages' vectors) built in "
+        f"{hnsw['index_build_s']:.0f} s; recall@10 of the vector candidates against exact "
+        f"{hnsw['recall_at_10']:.3f} (the final top 10 is re-scored from every signal, hence "
+        "the same as exact); EXPLAIN of a scope's query on user_id and state alone "
+        + ("used the HNSW index" if hnsw["plan_uses_hnsw"] else "did not use the HNSW index")
+        + (", but the search's own query (with the visibility conditions) must have gone "
+           "through it (only an index scan misses rows): "
+           "slower, and it missed most of the scope's rows"
+           if hnsw["recall_at_10"] < 0.95 else "")
+        + ". Bytes: the file after a checkpoint; the database's tables with their indexes "
+        "and TOAST.",
+    ]  # fmt: skip
+    if run.get("jobs"):
+        lines += [
+            "",
+            "Extraction jobs (async adds, an instant stand-in extractor: the queue's and the "
+            "store's cost), drained by worker processes on one store:",
+            "",
+            "| store | workers | jobs | jobs/s | per worker | duplicates |",
+            "|---|---|---|---|---|---|",
+        ]
+        for store, label in (("sqlite", "SQLite file"), ("postgresql", "PostgreSQL")):
+            for workers, r in sorted(run["jobs"][store].items()):
+                lines.append(
+                    f"| {label} | {workers} | {r['jobs']} | {r['jobs_per_s']:.1f} | "
+                    f"{' + '.join(map(str, r['extracted_per_worker']))} | "
+                    f"{r['duplicate_extractions'] + r['facts_added_twice']} |"
+                )
+    ratios = run.get("ratios")
+    if ratios:
+        lines += [
+            "",
+            "PostgreSQL / file, same run: search p50 "
+            f"{ratios['search_p50_pg_exact_over_sqlite']:.2f}x exact, "
+            f"{ratios['search_p50_pg_hnsw_over_sqlite']:.2f}x HNSW (p95 "
+            f"{ratios['search_p95_pg_exact_over_sqlite']:.2f}x, "
+            f"{ratios['search_p95_pg_hnsw_over_sqlite']:.2f}x); raw-add throughput "
+            f"{ratios['add_throughput_pg_over_sqlite']:.2f}x; bytes per memory "
+            f"{ratios['bytes_per_memory_pg_over_sqlite']:.2f}x; jobs with 2 workers "
+            f"{ratios['jobs_pg_over_sqlite_2_workers']:.2f}x (2 workers over 1 on PostgreSQL: "
+            f"{ratios['jobs_2_over_1_workers_pg']:.2f}x). Load average at the end "
+            f"{run['load_average'][0]} on {run['machine']['cores']} cores.",
+        ]
+    return lines
+
+
 def main() -> None:
     runs, out = Path(sys.argv[1]), Path(sys.argv[2])
     committed = out / "storage_scale.json"
@@ -233,6 +306,7 @@ def main() -> None:
                 else "."
             ),
         ]
+    lines += postgres_section(results)
     machine = next((r["machine"] for r in results.values() if "machine" in r), None)
     if machine:
         lines += ["", f"Machine: {machine['cores']} cores ({machine['cpu']}), loaded by other work "

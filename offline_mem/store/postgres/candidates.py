@@ -24,10 +24,7 @@ from .filters import pg_condition
 from .jobs import scope_match
 from .keywords import MEMORY_KEYWORDS
 from .reads import visibility
-from .vectors import vector_literal
-
-# The HNSW search's candidate list: pgvector's ef_search, at least this and twice the k asked
-HNSW_EF_SEARCH = 100
+from .vectors import exact_nearest, hnsw_nearest, vector_literal
 
 
 class PgCandidates:
@@ -57,37 +54,8 @@ class PgCandidates:
     ) -> dict[int, float]:
         """rowid -> cosine similarity of the k nearest memories passing the condition."""
         if self.hnsw:
-            return self._hnsw_candidates(vector, condition, k=k)
-        sql, params = condition
-        query = vector_literal(vector)
-        rows = self.db.query(
-            "SELECT m.rowid, m.embedding <=> %s::vector AS d FROM memories m "
-            f"WHERE {sql} ORDER BY d, m.rowid LIMIT %s",
-            (query, *params, int(k)),
-        )
-        return {int(rowid): 1.0 - float(d) for rowid, d in rows}
-
-    def _hnsw_candidates(
-        self, vector: np.ndarray, condition: tuple[str, list[Any]], *, k: int
-    ) -> dict[int, float]:
-        """The k nearest by pgvector's HNSW index when the planner takes it (a narrow filter's
-        rows are still ranked exactly through the scope indexes): approximate. The scan goes on
-        past filtered-out rows (iterative_scan) so a selective filter still fills k. Ordered by
-        distance alone, as the index needs; ties are broken by rowid afterwards."""
-        sql, params = condition
-        with self.db.atomic():  # SET LOCAL lasts to the end of this (or the search's) transaction
-            self.db.execute(
-                "SELECT set_config('hnsw.ef_search', %s, true), "
-                "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-                (str(max(HNSW_EF_SEARCH, 2 * int(k))),),
-            )
-            rows = self.db.query(
-                "WITH hits AS MATERIALIZED (SELECT m.rowid, m.embedding <=> %s::vector AS d "
-                f"FROM memories m WHERE {sql} ORDER BY m.embedding <=> %s::vector LIMIT %s) "
-                "SELECT rowid, d FROM hits ORDER BY d, rowid",
-                (vector_literal(vector), *params, vector_literal(vector), int(k)),
-            )
-        return {int(rowid): 1.0 - float(d) for rowid, d in rows}
+            return hnsw_nearest(self.db, "memories", "rowid", vector, condition, k=k)
+        return exact_nearest(self.db, "memories", "rowid", vector, condition, k=k)
 
     def vector_similarities(self, vector: np.ndarray, rowids: Sequence[int]) -> dict[int, float]:
         if not rowids:

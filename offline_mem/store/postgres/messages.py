@@ -24,7 +24,7 @@ from .connection import PgDatabase
 from .jobs import scope_match
 from .keywords import MESSAGE_KEYWORDS
 from .reads import MESSAGE_COLUMNS, PgReads
-from .vectors import vector_literal
+from .vectors import exact_nearest, hnsw_nearest, vector_literal
 
 
 def message_condition(scope: Scope, as_of: datetime | None) -> tuple[str, list[Any]]:
@@ -36,9 +36,10 @@ def message_condition(scope: Scope, as_of: datetime | None) -> tuple[str, list[A
 
 
 class PgMessages:
-    def __init__(self, db: PgDatabase, reads: PgReads) -> None:
+    def __init__(self, db: PgDatabase, reads: PgReads, *, hnsw: bool = False) -> None:
         self.db = db
         self.reads = reads
+        self.hnsw = hnsw
 
     def delete_message(self, message_id: str) -> StoredMessage | None:
         """Remove a message with its vector, keyword rows and provenance links in one
@@ -59,14 +60,13 @@ class PgMessages:
     def message_candidates(
         self, vector: np.ndarray, scope: Scope, *, k: int, as_of: datetime | None = None
     ) -> dict[int, float]:
-        """Exact top-k messages of the scope by cosine: seq -> similarity."""
+        """Top-k messages of the scope by cosine: seq -> similarity; exact, or through the
+        HNSW index with the `hnsw` option."""
         where, params = message_condition(scope, as_of)
-        rows = self.db.query(
-            "SELECT m.seq, m.embedding <=> %s::vector AS d FROM messages m "
-            f"WHERE m.embedding IS NOT NULL AND {where} ORDER BY d, m.seq LIMIT %s",
-            (vector_literal(vector), *params, int(k)),
-        )
-        return {int(seq): 1.0 - float(d) for seq, d in rows}
+        condition = (f"m.embedding IS NOT NULL AND {where}", params)
+        if self.hnsw:
+            return hnsw_nearest(self.db, "messages", "seq", vector, condition, k=k)
+        return exact_nearest(self.db, "messages", "seq", vector, condition, k=k)
 
     def message_keyword_stats(self, terms: Sequence[str], scope: Scope) -> QueryStats:
         return bm25.query_stats(self.db, terms, searched_partition(scope.user_id), MESSAGE_KEYWORDS)

@@ -170,8 +170,7 @@ class PgReads:
                   "message_keyword_postings", "entities", "entity_links", "history", "messages",
                   "provenance")  # fmt: skip
         found = {t: int(self.db.query_one(f"SELECT count(*) FROM {t}")[0]) for t in tables}
-        # the SQLite store's vector tables are columns here: the same counts, the same keys
-        for key, table in (("memory_vectors", "memories"), ("message_vectors", "messages")):
-            sql = f"SELECT count(*) FROM {table} WHERE embedding IS NOT NULL"
-            found[key] = int(self.db.query_one(sql)[0])
-        return found
+        # the file's vector tables' counts: here the vectors are columns of their rows
+        found["memory_vectors"] = found["memories"]
+        (indexed,) = self.db.query_one("SELECT count(*) FROM messages WHERE embedding IS NOT NULL")
+        return {**found, "message_vectors": int(indexed)}

@@ -31,12 +31,8 @@ from .jobs import PgJobs
 from .messages import PgMessages
 from .migrations import SCHEMA_VERSION, MigrationContext, migrate
 from .reads import PgReads
+from .vectors import HNSW_INDEXES
 from .writes import PgWrites
-
-HNSW_INDEX = (
-    "CREATE INDEX IF NOT EXISTS memories_embedding_hnsw ON memories "
-    "USING hnsw (embedding vector_cosine_ops)"
-)
 
 # every table that holds a memory's or a message's text, or rows derived from them
 COMPACTED_TABLES = (
@@ -62,7 +58,7 @@ class PostgresStore:
         self.embedder = embedder
         self.reads = PgReads(db)
         self.candidates = PgCandidates(db, hnsw=vector_index == "hnsw")
-        self.messages = PgMessages(db, self.reads)
+        self.messages = PgMessages(db, self.reads, hnsw=vector_index == "hnsw")
         self.jobs = PgJobs(db)
         self.writes = PgWrites(db, self.reads, self.jobs)
 
@@ -71,15 +67,16 @@ class PostgresStore:
         cls, url: str, *, embedder: EmbedderIdentity, vector_index: str = "exact"
     ) -> PostgresStore:
         """Open (and migrate) the database; `vector_index` "hnsw" creates pgvector's HNSW
-        index of the memories' vectors when it is missing (a first open builds it over every
-        row) and searches through it (PgCandidates)."""
+        indexes of the memories' and the messages' vectors when they are missing (a first open
+        builds them over every row) and searches through them (PgCandidates, PgMessages)."""
         db = PgDatabase(url)
         try:
             with db.atomic():
                 migrate(db, MigrationContext(dimension=embedder.dimension))
                 _pin_embedder(db, embedder)
                 if vector_index == "hnsw":
-                    db.execute(HNSW_INDEX)
+                    for index in HNSW_INDEXES:
+                        db.execute(index)
         except BaseException:
             db.close()
             raise
