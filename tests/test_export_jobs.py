@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from invariants import violations
-from test_async_add import open_memory  # the same fake-model Memory
+from test_async_add import open_memory as open_store  # the same fake-model Memory
 
 from offline_mem import Memory
 from offline_mem.errors import ExtractionError
@@ -29,6 +29,11 @@ from offline_mem.transfer.reader import read_export
 
 JOB_KEYS = {"type", "id", "scope", "user_id", "agent_id", "run_id", "kind", "request", "state",
             "attempts", "error", "created_at", "finished_at"}  # fmt: skip
+
+
+def open_memory(path: Path, *script: Any, **config: Any) -> Any:
+    """test_async_add's fake-model Memory on a SQLite file (these tests read the file)."""
+    return open_store({"path": str(path)}, *script, **config)
 
 
 def exported(memory: Memory) -> list[str]:
