@@ -16,10 +16,9 @@ from typing import Any
 import numpy as np
 
 from ..timeutil import iso, unexpired_clause, utc_now
-from ..values import SCOPE_KEYS, Scope
 from . import keyword_index
 from .db import Database
-from .filters import CompiledFilter
+from .filters import CompiledFilter, scope_match
 from .vector_cache import MEMORY_VECTORS, VectorCache, VectorTable
 
 POINT_CHUNK = 500  # rowids per `IN (...)` lookup, well under SQLite's variable limit
@@ -37,17 +36,6 @@ class EntitySignal:
 
 def vector_blob(vector: np.ndarray) -> bytes:
     return np.asarray(vector, dtype=np.float32).tobytes()
-
-
-def scope_match(scope: Scope, alias: str) -> tuple[str, list[str]]:
-    prefix = f"{alias}." if alias else ""
-    parts, params = [], []
-    for key in SCOPE_KEYS:
-        value = getattr(scope, key)
-        if value is not None:
-            parts.append(f"{prefix}{key} = ?")
-            params.append(value)
-    return " AND ".join(parts), params
 
 
 def point_similarities(

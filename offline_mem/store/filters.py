@@ -49,7 +49,25 @@ def compile_filters(filters: object, *, alias: str = "m") -> CompiledFilter:
     scope = make_scope(*(_exact_scope_value(filters, key) for key in SCOPE_KEYS), required=True)
     params: list[Any] = []
     sql = _compile_dict(filters, alias, params, depth=0)
-    return CompiledFilter(sql=sql, params=params, scope=scope, source=filters)
+    # The scope's plain equalities go first though the filter holds them: inside its coalesce()
+    # SQLite's planner cannot use the scope's index and reads every memory of the file (a search
+    # in a 10-memory scope cost 5 ms more at 20,000 memories, ~25 ms at 100,000).
+    scope_sql, scope_params = scope_match(scope, alias)
+    return CompiledFilter(
+        sql=f"{scope_sql} AND {sql}", params=[*scope_params, *params], scope=scope, source=filters
+    )
+
+
+def scope_match(scope: Scope, alias: str) -> tuple[str, list[str]]:
+    """`alias.key = ?` for each id the scope names, joined by AND ("1" for none)."""
+    prefix = f"{alias}." if alias else ""
+    parts, params = [], []
+    for key in SCOPE_KEYS:
+        value = getattr(scope, key)
+        if value is not None:
+            parts.append(f"{prefix}{key} = ?")
+            params.append(value)
+    return " AND ".join(parts) or "1", params
 
 
 def _exact_scope_value(filters: dict[str, Any], key: str) -> Any:

@@ -25,14 +25,17 @@ from typing import Any
 
 from ...errors import ValidationError
 from ..filters import _METADATA_KEY, COLUMN_KEYS, LOGICAL, CompiledFilter
+from .jobs import scope_match
 
 _COMPARE = {"eq": "=", "ne": "<>", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 _C = 'COLLATE "C"'
 
 
 def pg_condition(where: CompiledFilter) -> tuple[str, list[Any]]:
-    params: list[Any] = []
-    return _dict(where.source, params), params
+    """The filter as a condition over alias m. The scope's plain equalities go first: the
+    filter's own form (coalesce, COLLATE "C") hides them from the planner's scope indexes."""
+    scope_sql, params = scope_match(where.scope, "m")
+    return f"{scope_sql} AND {_dict(where.source, params)}", params
 
 
 def _dict(filters: dict[str, Any], params: list[Any]) -> str:
