@@ -23,6 +23,7 @@ from test_api_raw import (  # noqa: F401
     test_add_str_dict_and_list_shapes,
     test_bad_input_raises_typed_error_and_changes_nothing,
     test_delete_all_clears_scope_memories_and_messages_only,
+    test_delete_keeps_history_and_removes_everything_else,
     test_exact_duplicate_in_scope_is_not_stored_twice,
     test_expiry_is_honoured_on_every_read_path,
     test_get_all_pagination_newest_first,
