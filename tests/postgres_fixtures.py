@@ -36,6 +36,11 @@ def postgres_url(postgres_server: PostgresServer) -> str:
 NewStore = Callable[[], dict[str, Any]]
 
 
+def store_location(store: dict[str, Any]) -> str:
+    """A store config's memory file path or database URL, as `--db` and OFFLINE_MEM_DB take it."""
+    return str(store.get("path") or store["store"])
+
+
 STORES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 
 

@@ -8,7 +8,7 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from postgres_fixtures import NewStore
+from postgres_fixtures import NewStore, store_location
 
 from offline_mem import (
     ConfigError,
@@ -264,18 +264,13 @@ def test_config_resolution_and_unknown_keys(new_store: NewStore, monkeypatch) ->
     with pytest.raises(ConfigError):
         Memory.from_config({**new_store(), "vector_store": {}})
     env, cfg = new_store(), new_store()
-    monkeypatch.setenv("OFFLINE_MEM_DB", location(env))
+    monkeypatch.setenv("OFFLINE_MEM_DB", store_location(env))
     with Memory(embedder=FakeEmbedder()) as mem:
-        assert mem.path == location(env)
+        assert mem.path == store_location(env)
     with Memory(cfg, embedder=FakeEmbedder()) as mem:
-        assert mem.path == location(cfg)
+        assert mem.path == store_location(cfg)
     if "path" in cfg:  # a file is created; a database exists before
         assert Path(cfg["path"]).exists()
-
-
-def location(store: dict[str, str]) -> str:
-    """The memory file's path or the database's URL, as OFFLINE_MEM_DB takes either."""
-    return store.get("path") or store["store"]
 
 
 def test_reopen_keeps_data(store_config: dict[str, str]) -> None:
