@@ -14,6 +14,7 @@ from postgres_fixtures import (  # noqa: F401  (fixtures)
     any_store,
     module_store,
     new_store,
+    open_memory,
     postgres_server,
     postgres_url,
     store_config,

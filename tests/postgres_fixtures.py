@@ -1,6 +1,7 @@
 """Fixtures of the `postgres` tests: one real PostgreSQL + pgvector server per test session
 (tests/postgres_server.py), and a fresh database in it for each test; and the fixtures that run
-a public-API test once on a SQLite file and once on a PostgreSQL database."""
+a public-API test once on a SQLite file and once on a PostgreSQL database, with the fake-model
+Memories they open (`open_memory`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from fake_memory import fake_memory
 from postgres_server import PostgresServer
+
+from offline_mem import Memory
 
 _names = itertools.count()
 
@@ -30,6 +34,11 @@ def postgres_url(postgres_server: PostgresServer) -> str:
 
 
 NewStore = Callable[[], dict[str, Any]]
+
+
+def store_location(store: dict[str, Any]) -> str:
+    """A store config's memory file path or database URL, as `--db` and OFFLINE_MEM_DB take it."""
+    return str(store.get("path") or store["store"])
 
 
 STORES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
@@ -75,3 +84,22 @@ def module_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
 def any_store(store_config: dict[str, Any]) -> dict[str, Any]:
     """`store_config` by the name the tests of merges, validity and evidence take."""
     return store_config
+
+
+OpenMemory = Callable[..., Memory]
+
+
+@pytest.fixture
+def open_memory(store_config: dict[str, Any]) -> Iterator[OpenMemory]:
+    """Opens fake-model Memories on the test's store (`fake_memory`'s arguments after the
+    store); all are closed after the test."""
+    opened: list[Memory] = []
+
+    def make(*script: Any, **kwargs: Any) -> Memory:
+        memory = fake_memory(store_config, *script, **kwargs)
+        opened.append(memory)
+        return memory
+
+    yield make
+    for memory in opened:
+        memory.close()

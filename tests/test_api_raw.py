@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
+from postgres_fixtures import NewStore, store_location
 
 from offline_mem import (
     ConfigError,
@@ -247,7 +249,7 @@ def test_bad_input_raises_typed_error_and_changes_nothing(memory: Memory, call, 
     assert memory.store.counts() == before
 
 
-def test_validation_errors_are_value_errors_as_in_mem0() -> None:
+def test_validation_errors_are_value_errors_as_in_mem0() -> None:  # no store: runs once
     assert issubclass(ValidationError, ValueError)
     assert issubclass(MemoryNotFoundError, KeyError)
 
@@ -258,37 +260,44 @@ def test_metadata_reserved_keys_are_dropped(memory: Memory) -> None:
     assert item is not None and item["metadata"] == {"k": "v"} and item["user_id"] == "u1"
 
 
-def test_config_resolution_and_unknown_keys(tmp_path, monkeypatch) -> None:
+def test_config_resolution_and_unknown_keys(new_store: NewStore, monkeypatch) -> None:
     with pytest.raises(ConfigError):
-        Memory.from_config({"path": str(tmp_path / "a.db"), "vector_store": {}})
-    monkeypatch.setenv("OFFLINE_MEM_DB", str(tmp_path / "env.db"))
+        Memory.from_config({**new_store(), "vector_store": {}})
+    env, cfg = new_store(), new_store()
+    monkeypatch.setenv("OFFLINE_MEM_DB", store_location(env))
     with Memory(embedder=FakeEmbedder()) as mem:
-        assert mem.path == str(tmp_path / "env.db")
-    with Memory({"path": str(tmp_path / "cfg.db")}, embedder=FakeEmbedder()) as mem:
-        assert mem.path == str(tmp_path / "cfg.db")
-    assert (tmp_path / "cfg.db").exists()
+        assert mem.path == store_location(env)
+    with Memory(cfg, embedder=FakeEmbedder()) as mem:
+        assert mem.path == store_location(cfg)
+    if "path" in cfg:  # a file is created; a database exists before
+        assert Path(cfg["path"]).exists()
 
 
-def test_reopen_keeps_data(db_path: str) -> None:
-    with Memory({"path": db_path}, embedder=FakeEmbedder()) as mem:
+def test_reopen_keeps_data(store_config: dict[str, str]) -> None:
+    with Memory(store_config, embedder=FakeEmbedder()) as mem:
         mem.add("persistent fact", user_id="u1", infer=False)
-    with Memory({"path": db_path}, embedder=FakeEmbedder()) as mem:
+    with Memory(store_config, embedder=FakeEmbedder()) as mem:
         assert [r["memory"] for r in mem.get_all(filters=U1)["results"]] == ["persistent fact"]
-        meta = mem.store.meta()
-        assert meta["embedder_dimension"] == "384"
-        assert meta["schema_version"] == "13"
+        assert mem.store.meta()["embedder_dimension"] == "384"
+
+
+def test_a_reopened_memory_file_keeps_its_schema_version_and_wal_mode(db_path: str) -> None:
+    # SQLite only: the file's own schema number and journal pragma
+    Memory({"path": db_path}, embedder=FakeEmbedder()).close()
+    with Memory({"path": db_path}, embedder=FakeEmbedder()) as mem:
+        assert mem.store.meta()["schema_version"] == "13"
         journal = mem.store.db.query_one("PRAGMA journal_mode")[0]
         assert journal == "wal"
 
 
-def test_other_embedder_is_refused_naming_both(db_path: str) -> None:
-    with Memory({"path": db_path}, embedder=FakeEmbedder()) as mem:
+def test_other_embedder_is_refused_naming_both(store_config: dict[str, str]) -> None:
+    with Memory(store_config, embedder=FakeEmbedder()) as mem:
         mem.add("a fact", user_id="u1", infer=False)
     with pytest.raises(EmbedderMismatchError) as info:
-        Memory({"path": db_path}, embedder=FakeEmbedder(name="other-embedder"))
+        Memory(store_config, embedder=FakeEmbedder(name="other-embedder"))
     assert "fake-embedder" in str(info.value) and "other-embedder" in str(info.value)
     with pytest.raises(EmbedderMismatchError):
-        Memory({"path": db_path}, embedder=FakeEmbedder(dimension=128))
+        Memory(store_config, embedder=FakeEmbedder(dimension=128))
 
 
 def test_scope_check_on_get_update_delete(memory: Memory) -> None:
@@ -308,7 +317,9 @@ def test_history_rows_are_json_serialisable(memory: Memory) -> None:
     json.dumps(memory.get_all(filters=U1))
 
 
-def test_the_extractor_runs_at_background_priority_when_extraction_is_queued(tmp_path) -> None:
+def test_the_extractor_runs_at_background_priority_when_extraction_is_queued(
+    store_config: dict[str, str],
+) -> None:
     """`extractor_nice`: 0 by default, BACKGROUND_NICE when the config queues extraction
     (async_mode), or as given; anything but an integer 0-19 is a config error."""
     from offline_mem.config import BACKGROUND_NICE, MemoryConfig
@@ -320,12 +331,14 @@ def test_the_extractor_runs_at_background_priority_when_extraction_is_queued(tmp
     for bad in (-1, 20, 2.5, True, "5"):
         with pytest.raises(ConfigError, match="extractor_nice"):
             MemoryConfig.from_dict({"extractor_nice": bad})
-    config = {"path": str(tmp_path / "q.db"), "async_mode": True, "nlp": None}
+    config = {**store_config, "async_mode": True, "nlp": None}
     with Memory(config, embedder=FakeEmbedder()) as mem:
         assert mem.extractor._thread._nice == BACKGROUND_NICE
 
 
-def test_only_an_own_process_config_allows_process_wide_settings(tmp_path, monkeypatch) -> None:
+def test_only_an_own_process_config_allows_process_wide_settings(
+    new_store: NewStore, monkeypatch
+) -> None:
     """`own_process`: false by default, and a Memory then leaves the process's settings alone;
     true allows them for the rest of the process; anything but a bool is a config error."""
     from offline_mem.config import MemoryConfig
@@ -335,8 +348,8 @@ def test_only_an_own_process_config_allows_process_wide_settings(tmp_path, monke
     assert MemoryConfig.from_dict({}).own_process is False
     with pytest.raises(ConfigError, match="own_process"):
         MemoryConfig.from_dict({"own_process": "yes"})
-    with Memory({"path": str(tmp_path / "a.db"), "nlp": None}, embedder=FakeEmbedder()):
+    with Memory({**new_store(), "nlp": None}, embedder=FakeEmbedder()):
         assert not process_tuning.process_claimed()
-    config = {"path": str(tmp_path / "b.db"), "nlp": None, "own_process": True}
+    config = {**new_store(), "nlp": None, "own_process": True}
     with Memory(config, embedder=FakeEmbedder()):
         assert process_tuning.process_claimed()

@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from postgres_fixtures import OpenMemory
 
 # store-agnostic API tests of the raw (infer=False) path, run here on both stores
 from test_api_raw import (  # noqa: F401
     test_add_str_dict_and_list_shapes,
     test_bad_input_raises_typed_error_and_changes_nothing,
     test_delete_all_clears_scope_memories_and_messages_only,
+    test_delete_keeps_history_and_removes_everything_else,
     test_exact_duplicate_in_scope_is_not_stored_twice,
     test_expiry_is_honoured_on_every_read_path,
     test_get_all_pagination_newest_first,
@@ -51,27 +53,9 @@ from test_search_hybrid import (  # noqa: F401
 from offline_mem import Memory, MemoryNotFoundError
 from offline_mem.errors import ExtractionError, FlushTimeoutError
 from offline_mem.store import job_worker
-from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer, changes
+from offline_mem.testing import FakeEmbedder, FakeExtractor, answer, changes
 
 U1 = {"user_id": "u1"}
-OpenMemory = Callable[..., Memory]
-
-
-@pytest.fixture
-def open_memory(store_config: dict[str, Any]) -> Iterator[OpenMemory]:
-    """Opens a Memory on the store with a scripted FakeExtractor; all are closed after."""
-    opened: list[Memory] = []
-
-    def make(*script: Any, still_true: Any = None, extractor: Any = None, **config: Any) -> Memory:
-        mem = Memory({**store_config, **config}, embedder=FakeEmbedder(),
-                     extractor=extractor or FakeExtractor(*script, still_true=still_true),
-                     entities=FakeEntities())  # fmt: skip
-        opened.append(mem)
-        return mem
-
-    yield make
-    for mem in opened:
-        mem.close()
 
 
 @pytest.fixture

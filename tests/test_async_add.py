@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_memory import fake_memory
 from invariants import store_violations
 from postgres_fixtures import NewStore
 
@@ -42,15 +43,6 @@ CONVERSATION = [
 ]
 
 
-def open_memory(store: dict[str, Any], *script: Any, **config: Any) -> Memory:
-    return Memory(
-        {**store, **config},
-        embedder=FakeEmbedder(),
-        extractor=FakeExtractor(*script),
-        entities=FakeEntities(),
-    )
-
-
 def facts(memory: Memory, user_id: str = "u1") -> list[str]:
     found = memory.get_all(filters={"user_id": user_id}, top_k=100)["results"]
     return sorted(item["memory"] for item in found)
@@ -64,7 +56,7 @@ def prompts(memory: Memory) -> list[str]:
 def test_the_call_returns_pending_and_the_turns_are_searchable_at_once(
     store_config: dict[str, Any],
 ) -> None:
-    memory = open_memory(store_config, answer(CONVERSATION[0][1]), job_worker=False)
+    memory = fake_memory(store_config, answer(CONVERSATION[0][1]), job_worker=False)
     turns = [{"role": "user", "content": CONVERSATION[0][0]},
              {"role": "assistant", "content": "What a lovely name"}]  # fmt: skip
     result = memory.add(turns, user_id="u1", async_mode=True)
@@ -94,8 +86,8 @@ def test_queued_adds_see_what_synchronous_adds_would_have_seen(new_store: NewSto
     """Three adds queued before any job runs give the same prompts and memories as the same
     adds made synchronously: each job's context is the scope's messages before its own."""
     script = [answer(fact) for _, fact in CONVERSATION]
-    sync = open_memory(new_store(), *script)
-    queued = open_memory(new_store(), *script, job_worker=False)
+    sync = fake_memory(new_store(), *script)
+    queued = fake_memory(new_store(), *script, job_worker=False)
     for text, _ in CONVERSATION:
         sync.add(text, user_id="u1")
         queued.add(text, user_id="u1", async_mode=True)
@@ -113,7 +105,7 @@ def test_a_synchronous_add_runs_its_scopes_queued_jobs_first(
     """Mixed adds in one scope are extracted in the order they were made: the synchronous add
     waits for the async one queued before it, whose fact is stored first."""
     script = [answer(fact) for _, fact in CONVERSATION[:2]]
-    memory = open_memory(store_config, *script, job_worker=False)
+    memory = fake_memory(store_config, *script, job_worker=False)
     memory.add(CONVERSATION[0][0], user_id="u1", async_mode=True)
     memory.add(CONVERSATION[1][0], user_id="u1")
     assert memory.pending(user_id="u1") == 0
@@ -125,7 +117,7 @@ def test_a_synchronous_add_runs_its_scopes_queued_jobs_first(
 
 
 def test_config_async_mode_and_the_per_call_override(store_config: dict[str, Any]) -> None:
-    memory = open_memory(store_config, answer("User likes figs"), async_mode=True)
+    memory = fake_memory(store_config, answer("User likes figs"), async_mode=True)
     assert memory.add("I like figs", user_id="u1")["status"] == "PENDING"
     memory.flush()
     result = memory.add("I like dates", user_id="u1", async_mode=False)
@@ -137,7 +129,7 @@ def test_config_async_mode_and_the_per_call_override(store_config: dict[str, Any
 
 
 def test_bad_arguments_change_nothing(store_config: dict[str, Any]) -> None:
-    memory = open_memory(store_config, job_worker=False)
+    memory = fake_memory(store_config, job_worker=False)
     with pytest.raises(ValidationError, match="async_mode"):
         memory.add("I like figs", user_id="u1", async_mode="yes")  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="timeout"):
@@ -153,7 +145,7 @@ def test_a_failing_job_is_retried_then_kept_as_failed(
 ) -> None:
     monkeypatch.setattr(job_worker, "RETRY_AFTER_S", (0.0, 0.0))
     broken = ExtractionError("the model answered outside its schema")
-    memory = open_memory(
+    memory = fake_memory(
         store_config, broken, answer("User likes figs"),  # first job: fails once
         broken, broken, broken,  # second job: fails every run
         answer("User likes plums"),  # third job
@@ -261,11 +253,11 @@ def hold_job(memory: Memory, *, pid: int, lease_s: float) -> None:
 
 
 def test_a_job_whose_owner_died_is_resumed_at_once(store_config: dict[str, Any]) -> None:
-    first = open_memory(store_config, job_worker=False)
+    first = fake_memory(store_config, job_worker=False)
     event = first.add("I like figs", user_id="u1", async_mode=True)["event_id"]
     hold_job(first, pid=dead_pid(), lease_s=3600)  # a lease far from over: the pid decides
     first.close()
-    second = open_memory(store_config, answer("User likes figs"))  # resumes on open
+    second = fake_memory(store_config, answer("User likes figs"))  # resumes on open
     second.flush(timeout=30)
     job = second.job(event)
     assert job["status"] == "SUCCEEDED" and facts(second) == ["User likes figs"]
@@ -279,7 +271,7 @@ def test_a_live_owners_job_is_left_alone_until_its_lease_runs_out(
 ) -> None:
     owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        memory = open_memory(store_config, answer("User likes figs"), job_worker=False)
+        memory = fake_memory(store_config, answer("User likes figs"), job_worker=False)
         memory.add("I like figs", user_id="u1", async_mode=True)
         hold_job(memory, pid=owner.pid, lease_s=3600)
         assert memory._worker.run_next() is False  # alive and leased: not ours to take
@@ -312,7 +304,7 @@ def test_a_job_whose_scope_was_deleted_while_it_ran_commits_nothing(
 
 
 def test_a_message_deleted_before_its_job_ran_is_left_out(store_config: dict[str, Any]) -> None:
-    memory = open_memory(store_config, answer("User likes figs"), job_worker=False)
+    memory = fake_memory(store_config, answer("User likes figs"), job_worker=False)
     turns = [{"role": "user", "content": "I like figs"}, {"role": "user", "content": "and plums"}]
     memory.add(turns, user_id="u1", async_mode=True)
     (plums,) = memory.store.db.query_one("SELECT id FROM messages WHERE content = 'and plums'")
@@ -336,7 +328,7 @@ def test_a_job_commits_its_memories_and_done_mark_in_one_transaction(
     hook sees each statement of the file (tests/test_postgres_update.py and
     tests/test_postgres_jobs.py inject failures into a database's writes)."""
     monkeypatch.setattr(job_worker, "RETRY_AFTER_S", (0.0, 0.0))
-    memory = open_memory({"path": str(tmp_path / "m.db")}, job_worker=False)
+    memory = fake_memory({"path": str(tmp_path / "m.db")}, job_worker=False)
     assert isinstance(memory.extractor, FakeExtractor)
     memory.add("I like figs", user_id="u1", infer=False)
     memory.add("I like figs and plums now", user_id="u1", async_mode=True)
@@ -349,7 +341,7 @@ def test_a_job_commits_its_memories_and_done_mark_in_one_transaction(
 
     before = tables()
     seen: list[str] = []
-    probe = open_memory(
+    probe = fake_memory(
         {"path": str(tmp_path / "probe.db")}, answer("User likes plums"), job_worker=False
     )
     probe.add("I like figs", user_id="u1", infer=False)

@@ -24,14 +24,9 @@ from rank_bm25 import BM25Okapi
 
 from offline_mem import Memory
 from offline_mem.pinned.nlp import Analysis, TextAnalyzer
+from offline_mem.store.bm25 import bm25_scores
 from offline_mem.store.filters import compile_filters
-from offline_mem.store.keyword_index import (
-    IdfFunction,
-    bm25_scores,
-    lucene_idf,
-    okapi_idf,
-    query_stats,
-)
+from offline_mem.store.keyword_index import IdfFunction, lucene_idf, okapi_idf, query_stats
 from offline_mem.testing import FakeEmbedder
 
 # Each document is its keyword terms, space-separated (the analyser below splits on spaces).

@@ -3,7 +3,7 @@ queued (or failed) imports with those jobs, so their facts are still extracted. 
 behind (their memories travel), a running job travels as queued, a failed one as failed, and a
 job line that cannot be trusted is refused with nothing written.
 
-Fake models (offline_mem/testing.py), as in tests/test_async_add.py.
+Fake models (offline_mem/testing.py, through tests/fake_memory.py).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_memory import fake_memory
 from invariants import violations
-from test_async_add import open_memory as open_store  # the same fake-model Memory
 
 from offline_mem import Memory
 from offline_mem.errors import ExtractionError
@@ -32,8 +32,8 @@ JOB_KEYS = {"type", "id", "scope", "user_id", "agent_id", "run_id", "kind", "req
 
 
 def open_memory(path: Path, *script: Any, **config: Any) -> Any:
-    """test_async_add's fake-model Memory on a SQLite file (these tests read the file)."""
-    return open_store({"path": str(path)}, *script, **config)
+    """The fake-model Memory on a SQLite file (these tests read the file)."""
+    return fake_memory({"path": str(path)}, *script, **config)
 
 
 def exported(memory: Memory) -> list[str]:

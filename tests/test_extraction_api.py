@@ -1,5 +1,6 @@
 """add(infer=True) through the public API, with fake models: results, supersession, failures.
-Every test runs on a SQLite file and on a PostgreSQL database (the `store_config` fixture)."""
+Every test runs on a SQLite file and on a PostgreSQL database (the `open_memory` fixture opens
+its memories on `store_config`)."""
 
 from __future__ import annotations
 
@@ -7,29 +8,11 @@ import pytest
 
 from offline_mem.errors import ExtractionError
 from offline_mem.extraction.prompts import PROMPT_VERSION
-from offline_mem.memory import Memory
-from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer, changes
+from offline_mem.testing import FakeEntities, answer, changes
 
 
-@pytest.fixture
-def memory(store_config):
-    """Opens a Memory on the test's store with a scripted FakeExtractor; all closed after."""
-    opened = []
-
-    def make(*script, still_true=None, **config):
-        mem = Memory({**store_config, **config}, embedder=FakeEmbedder(),
-                     extractor=FakeExtractor(*script, still_true=still_true),
-                     entities=FakeEntities())  # fmt: skip
-        opened.append(mem)
-        return mem
-
-    yield make
-    for mem in opened:
-        mem.close()
-
-
-def test_add_infers_facts_with_provenance_and_entities(memory):
-    m = memory(answer("User lives in Lisbon.", "User likes Tea."))
+def test_add_infers_facts_with_provenance_and_entities(open_memory):
+    m = open_memory(answer("User lives in Lisbon.", "User likes Tea."))
     out = m.add([{"role": "user", "content": "I live in Lisbon and like tea."},
                  {"role": "assistant", "content": "Noted!"}], user_id="u")  # fmt: skip
     assert [(r["memory"], r["event"]) for r in out["results"]] == [
@@ -48,9 +31,9 @@ def test_add_infers_facts_with_provenance_and_entities(memory):
 MOVED = "User lives in Porto now, not in Lisbon."
 
 
-def test_supersession_through_the_api(memory):
-    m = memory(answer("User lives in Lisbon."), answer(MOVED),
-               still_true=changes(("User lives in Lisbon.", MOVED)))  # fmt: skip
+def test_supersession_through_the_api(open_memory):
+    m = open_memory(answer("User lives in Lisbon."), answer(MOVED),
+                    still_true=changes(("User lives in Lisbon.", MOVED)))  # fmt: skip
     old = m.add("I live in Lisbon.", user_id="u")["results"][0]["id"]
     out = m.add("I live in Porto now, not in Lisbon.", user_id="u")["results"]
     new = out[0]["id"]
@@ -70,17 +53,17 @@ def test_supersession_through_the_api(memory):
     assert events == [("ADD", None), ("SUPERSEDE", new)]
 
 
-def test_a_check_that_says_still_true_supersedes_nothing(memory):
-    m = memory(answer("User lives in Lisbon."), answer(MOVED))
+def test_a_check_that_says_still_true_supersedes_nothing(open_memory):
+    m = open_memory(answer("User lives in Lisbon."), answer(MOVED))
     m.add("I live in Lisbon.", user_id="u")
     out = m.add("I live in Porto now, not in Lisbon.", user_id="u")["results"]
     assert [r["event"] for r in out] == ["ADD"] and len(m.extractor.check_calls) == 1
     assert len(m.get_all(filters={"user_id": "u"})["results"]) == 2
 
 
-def test_superseded_and_expired_memories_are_not_shown_to_the_model(memory):
-    m = memory(answer("User lives in Lisbon."), answer(MOVED), answer("User likes tea."),
-               still_true=changes(("User lives in Lisbon.", MOVED)))  # fmt: skip
+def test_superseded_and_expired_memories_are_not_shown_to_the_model(open_memory):
+    m = open_memory(answer("User lives in Lisbon."), answer(MOVED), answer("User likes tea."),
+                    still_true=changes(("User lives in Lisbon.", MOVED)))  # fmt: skip
     m.add("I live in Lisbon.", user_id="u")
     m.add("I live in Porto now, not in Lisbon.", user_id="u")
     m.add("I like tea", user_id="u", expiration_date="2000-01-01")
@@ -89,8 +72,8 @@ def test_superseded_and_expired_memories_are_not_shown_to_the_model(memory):
     assert shown.startswith(f"- {MOVED}\n\nNew message")
 
 
-def test_only_memories_similar_to_the_new_messages_are_shown(memory):
-    m = memory(answer("User lives in Lisbon."), answer("User plays the cello."))
+def test_only_memories_similar_to_the_new_messages_are_shown(open_memory):
+    m = open_memory(answer("User lives in Lisbon."), answer("User plays the cello."))
     m.add("I live in Lisbon.", user_id="u")
     m.add("I play the cello.", user_id="u")
     m.add("Lisbon is where I live.", user_id="u")
@@ -99,8 +82,8 @@ def test_only_memories_similar_to_the_new_messages_are_shown(memory):
     assert prompts[2].startswith("- User lives in Lisbon.\n\nNew message")
 
 
-def test_model_error_leaves_the_file_unchanged(memory):
-    m = memory(answer("User likes tea."), ExtractionError("boom"))
+def test_model_error_leaves_the_file_unchanged(open_memory):
+    m = open_memory(answer("User likes tea."), ExtractionError("boom"))
     m.add("I like tea", user_id="u")
     before = m.store.counts()
     with pytest.raises(ExtractionError, match="boom"):
@@ -108,20 +91,20 @@ def test_model_error_leaves_the_file_unchanged(memory):
     assert m.store.counts() == before
 
 
-def test_empty_extraction_still_records_the_messages(memory):
-    m = memory({})
+def test_empty_extraction_still_records_the_messages(open_memory):
+    m = open_memory({})
     assert m.add("Hello!", user_id="u") == {"results": []}
     assert m.store.counts()["messages"] == 1 and m.store.counts()["memories"] == 0
 
 
-def test_exact_duplicates_of_the_scope_are_not_added_again(memory):
-    m = memory(answer("User likes tea."), answer("User likes tea."))
+def test_exact_duplicates_of_the_scope_are_not_added_again(open_memory):
+    m = open_memory(answer("User likes tea."), answer("User likes tea."))
     m.add("tea", user_id="u")
     assert m.add("tea again", user_id="u") == {"results": []}
 
 
-def test_timestamps_are_the_observation_date(memory):
-    m = memory(answer("User went to Rome on 2023-04-01."))
+def test_timestamps_are_the_observation_date(open_memory):
+    m = open_memory(answer("User went to Rome on 2023-04-01."))
     out = m.add([{"role": "user", "content": "Yesterday I went to Rome",
                   "timestamp": "2023-04-02T12:00:00Z"}], user_id="u")  # fmt: skip
     prompt = m.extractor.calls[0].messages[1]["content"]
@@ -130,40 +113,40 @@ def test_timestamps_are_the_observation_date(memory):
     assert m.get(out["results"][0]["id"])["observed_at"].startswith("2023-04-02T12:00:00")
 
 
-def test_prompt_and_custom_instructions(memory):
-    m = memory(custom_instructions="Only food.")
+def test_prompt_and_custom_instructions(open_memory):
+    m = open_memory(custom_instructions="Only food.")
     m.add("x", user_id="u")
     m.add("y", user_id="u", prompt="Only travel.")
     assert m.extractor.calls[0].messages[0]["content"].endswith("Only food.")
     assert m.extractor.calls[1].messages[0]["content"].endswith("Only travel.")
 
 
-def test_system_only_messages_skip_the_model(memory):
-    m = memory()
+def test_system_only_messages_skip_the_model(open_memory):
+    m = open_memory()
     assert m.add({"role": "system", "content": "be nice"}, user_id="u") == {"results": []}
     assert m.extractor.calls == [] and m.store.counts()["messages"] == 1
 
 
-def test_raw_adds_get_entity_links(memory):
-    m = memory()
+def test_raw_adds_get_entity_links(open_memory):
+    m = open_memory()
     m.add("I met Ana in Porto", user_id="u", infer=False)
     names = {row[0] for row in m.store.db.query("SELECT norm FROM entities")}
     assert names == {"ana", "porto"}
     assert m.store.counts()["entity_links"] == 2
 
 
-def test_close_releases_the_extractor(memory):
-    m = memory()
+def test_close_releases_the_extractor(open_memory):
+    m = open_memory()
     m.close()
     assert m.extractor.closed
 
 
-def test_recent_messages_shown_are_the_scope_messages_since_the_window_start(memory):
+def test_recent_messages_shown_are_the_scope_messages_since_the_window_start(open_memory):
     """Each add shows the scope's messages since `recent_window_start`, oldest first, so that
     consecutive prompts share the recent block (and llama.cpp's KV cache serves it)."""
     from offline_mem.extraction.prompts import recent_window_start
 
-    m = memory(*[{}] * 14)
+    m = open_memory(*[{}] * 14)
     for i in range(14):
         m.add(f"message {i}", user_id="u")
         m.add(f"other scope {i}", user_id="v")
@@ -178,10 +161,10 @@ def test_recent_messages_shown_are_the_scope_messages_since_the_window_start(mem
         assert "other scope" not in recent
 
 
-def test_each_memory_is_read_for_entities_once(memory):
+def test_each_memory_is_read_for_entities_once(open_memory):
     """A raw add and an inferred add read each new memory's text for entities once, in one
     batch, a memory that names nobody included (it used to be read a second time)."""
-    m = memory(answer("User lives in Lisbon.", "User likes tea."))
+    m = open_memory(answer("User lives in Lisbon.", "User likes tea."))
     entities = m.entities
     assert isinstance(entities, FakeEntities)
     m.add("my cat sleeps a lot", user_id="u", infer=False)

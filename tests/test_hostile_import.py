@@ -11,6 +11,8 @@ typed error, and nothing is written. One test per reproduction of the hostile-fi
 6. MCP arguments coerced or unknown; a deleted memory's history shown to any scope.
 
 The models are the fakes (offline_mem/testing.py); the CLI gets them through tests/cli_helpers.
+The tests through the API run on a SQLite file and on a PostgreSQL database (`store_config`);
+those that read the memory file itself (its bytes, `verify`, a damaged page) are SQLite's.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import numpy as np
 import pytest
 from cli_helpers import Cli
 from cli_helpers import install as install_cli
+from invariants import pg_table_dump
+from postgres_fixtures import store_location
 from writer_process import WordAnalyzer
 
 from offline_mem import (
@@ -49,9 +53,11 @@ from offline_mem.values import EmbedderIdentity
 # -- helpers -----------------------------------------------------------------------------------
 
 
-def open_memory(path: Path, **config: Any) -> Memory:
+def open_memory(store: Path | dict[str, Any], **config: Any) -> Memory:
+    """On a memory file's path, or on a store's config."""
+    where = store if isinstance(store, dict) else {"path": str(store)}
     return Memory(
-        {"path": str(path), **config},
+        {**where, **config},
         embedder=FakeEmbedder(),
         extractor=FakeExtractor(),
         entities=FakeEntities(),
@@ -71,6 +77,13 @@ def file_digest(path: Path) -> str:
     for part in (path, Path(str(path) + "-wal")):
         digest.update(part.read_bytes() if part.exists() else b"-")
     return digest.hexdigest()
+
+
+def written_state(memory: Memory) -> Any:
+    """What a write would change: the memory file's bytes, or every row of the database."""
+    if memory.config.store is not None:
+        return pg_table_dump(memory.store.db)
+    return file_digest(Path(memory.path))
 
 
 @pytest.fixture
@@ -118,6 +131,7 @@ def edited(export: list[dict[str, Any]], edit: Callable[[list[dict[str, Any]]], 
 # -- 1. import trusts the file -----------------------------------------------------------------
 
 
+# SQLite only: `verify` checks the imported memory file
 def test_an_untouched_export_still_imports(export, tmp_path: Path, monkeypatch) -> None:
     cli = install(monkeypatch, tmp_path)
     source = tmp_path / "export.jsonl"
@@ -164,6 +178,7 @@ def scope_with_newline(rows: list[dict[str, Any]]) -> None:
             row["scope"] = json.dumps({"user_id": "ana\nroot"}, separators=(",", ":"))
 
 
+# SQLite only (so are the three below): the file's bytes show nothing was written
 @pytest.mark.parametrize(
     ("edit", "reason"),
     [
@@ -228,10 +243,10 @@ def test_malformed_json_is_refused(export, line: str) -> None:
         read_export(lines)
 
 
-def test_refusal_is_typed_and_comes_before_any_model(export, tmp_path: Path) -> None:
+def test_refusal_is_typed_and_comes_before_any_model(export, store_config) -> None:
     assert issubclass(ImportRefusedError, OfflineMemError)
     assert issubclass(ImportRefusedError, ValueError)
-    target = open_memory(tmp_path / "t.db")
+    target = open_memory(store_config)
     try:
         with pytest.raises(ImportRefusedError):
             data = read_export(io.StringIO(edited(export, foreign_source)))
@@ -241,8 +256,8 @@ def test_refusal_is_typed_and_comes_before_any_model(export, tmp_path: Path) -> 
         target.close()
 
 
-def test_history_naming_a_memory_of_the_target_is_refused(export, tmp_path: Path) -> None:
-    target = open_memory(tmp_path / "t.db")
+def test_history_naming_a_memory_of_the_target_is_refused(export, store_config) -> None:
+    target = open_memory(store_config)
     try:
         theirs = target.add("mine", user_id="zoe", infer=False)["results"][0]["id"]
         rows = json.loads(json.dumps(export))
@@ -254,10 +269,10 @@ def test_history_naming_a_memory_of_the_target_is_refused(export, tmp_path: Path
             if r.get("type") == "memory":
                 r["entities"] = []
         rows[0]["counts"] = {k: sum(r.get("type") == k for r in rows) for k in rows[0]["counts"]}
-        before = file_digest(tmp_path / "t.db")
+        before = written_state(target)
         with pytest.raises(ImportRefusedError, match="history names"):
             import_data(target, read_export(text_of(rows).splitlines()))
-        assert file_digest(tmp_path / "t.db") == before
+        assert written_state(target) == before
         assert target.embedder.calls == [["mine"]]  # type: ignore[attr-defined]
     finally:
         target.close()
@@ -283,6 +298,7 @@ def test_verify_rejects_non_finite_and_non_unit_vectors() -> None:
     ]
 
 
+# SQLite only: writes the file's rows behind the API and runs `verify` on it
 def test_verify_rejects_a_nan_vector_and_a_cross_scope_source(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     with open_memory(path) as memory:
@@ -306,6 +322,7 @@ def test_verify_rejects_a_nan_vector_and_a_cross_scope_source(tmp_path: Path) ->
     assert "of another scope" in report.problems_of("scopes")[0].detail
 
 
+# SQLite only: writes a NaN into the file's vector tables (pgvector refuses NaN)
 def test_search_leaves_out_a_nan_vector_written_behind_its_back(tmp_path: Path) -> None:
     """A NaN vector put in the file by other means than the API (import refuses it) makes the
     row unrankable by vector; search answers with the rest instead of a TypeError."""
@@ -325,6 +342,7 @@ def test_search_leaves_out_a_nan_vector_written_behind_its_back(tmp_path: Path) 
         assert {h["content"] for h in messages} >= {"I keep bees 1", "I keep bees 2"}
 
 
+# SQLite only: edits the file's rows and runs `verify` on it
 def test_verify_reports_a_changed_byte_of_a_message_and_a_moved_owner(tmp_path: Path) -> None:
     """SQLite checks structure, not values: a flipped byte inside a message's content, or a
     memory whose user column no longer matches its scope, is found by `verify` alone."""
@@ -344,6 +362,7 @@ def test_verify_reports_a_changed_byte_of_a_message_and_a_moved_owner(tmp_path: 
     assert "does not name its user, agent and run" in details[1]
 
 
+# SQLite only: writes bytes that are not UTF-8 into the file and runs `verify` on it
 def test_verify_reports_a_row_that_cannot_be_read_and_a_date_that_is_not_one(
     tmp_path: Path,
 ) -> None:
@@ -367,8 +386,8 @@ def test_verify_reports_a_row_that_cannot_be_read_and_a_date_that_is_not_one(
 # -- 2. untyped errors from the API ------------------------------------------------------------
 
 
-def test_values_beyond_64_bits_and_deep_metadata_are_validation_errors(tmp_path: Path) -> None:
-    with open_memory(tmp_path / "m.db") as memory:
+def test_values_beyond_64_bits_and_deep_metadata_are_validation_errors(store_config) -> None:
+    with open_memory(store_config) as memory:
         memory.add("n is small", user_id="ana", metadata={"n": 2**63 - 1}, infer=False)
         for call in (
             lambda: memory.get_all(filters={"user_id": "ana", "n": {"gt": 2**70}}),
@@ -393,10 +412,14 @@ def _nested(depth: int) -> dict[str, Any]:
     return value
 
 
-def test_the_cli_reports_a_typed_error_for_a_huge_filter_value(tmp_path, monkeypatch) -> None:
+def test_the_cli_reports_a_typed_error_for_a_huge_filter_value(
+    store_config, tmp_path, monkeypatch
+) -> None:
     cli = install(monkeypatch, tmp_path)
-    cli.ok("add", "--user", "ana", "--no-infer", "hello")
-    result = cli.run("list", "--user", "ana", "--filters", json.dumps({"n": {"gt": 2**70}}))
+    db: Any = store_location(store_config)
+    cli.ok("add", "--user", "ana", "--no-infer", "hello", db=db)
+    filters = json.dumps({"n": {"gt": 2**70}})
+    result = cli.run("list", "--user", "ana", "--filters", filters, db=db)
     assert result.exit_code == 1 and "unexpected" not in result.stderr
     assert "64-bit" in result.stderr
 
@@ -404,6 +427,7 @@ def test_the_cli_reports_a_typed_error_for_a_huge_filter_value(tmp_path, monkeyp
 # -- 3. a 0-byte or damaged memory file --------------------------------------------------------
 
 
+# SQLite only: a memory file's bytes (so are the two below)
 def test_an_existing_empty_file_is_refused_unless_asked(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     path.write_bytes(b"")
@@ -448,6 +472,7 @@ def test_a_truncated_file_is_refused_at_open(tmp_path: Path) -> None:
 # -- 4. read-only commands on a missing path ---------------------------------------------------
 
 
+# SQLite only: a memory file's path (so is the test below)
 @pytest.mark.parametrize(
     "args",
     [
@@ -504,6 +529,7 @@ def test_a_models_folder_manifest_cannot_repin_a_packaged_model(tmp_path, monkey
     assert load_manifest(tmp_path).get(name).files[0].sha256 == "0" * 64
 
 
+# SQLite only: opens the file's Store directly (postgres/store.py has the same check)
 def test_an_embedder_with_other_files_is_refused(tmp_path: Path) -> None:
     path = str(tmp_path / "m.db")
     first_files = EmbedderIdentity("e", "a" * 64, 8, files_sha256="1" * 64)
@@ -519,10 +545,10 @@ def test_an_embedder_with_other_files_is_refused(tmp_path: Path) -> None:
 # -- 6. MCP tools ------------------------------------------------------------------------------
 
 
-def test_history_takes_the_scope_like_get(tmp_path: Path) -> None:
+def test_history_takes_the_scope_like_get(store_config) -> None:
     from offline_mem.mcp.tools import DefaultScope, MemoryTools
 
-    with open_memory(tmp_path / "m.db") as memory:
+    with open_memory(store_config) as memory:
         bobs = memory.add("bob's secret", user_id="bob", infer=False)["results"][0]["id"]
         assert memory.history(bobs, user_id="ana") == []
         assert [r["event"] for r in memory.history(bobs, user_id="bob")] == ["ADD"]
@@ -534,14 +560,14 @@ def test_history_takes_the_scope_like_get(tmp_path: Path) -> None:
             tools.memory_history(bobs)
 
 
-def test_mcp_arguments_are_validated_strictly(tmp_path: Path) -> None:
+def test_mcp_arguments_are_validated_strictly(store_config) -> None:
     pytest.importorskip("mcp")
     from pydantic import ValidationError as ArgumentsError
 
     from offline_mem.mcp.server import MemoryServer
     from offline_mem.mcp.tools import DefaultScope, MemoryTools
 
-    with open_memory(tmp_path / "m.db") as memory:
+    with open_memory(store_config) as memory:
         server = MemoryServer(MemoryTools(memory, DefaultScope(user_id="ana")))
         tools = {tool.name: tool for tool in server.registered}
         assert len(tools) == 7

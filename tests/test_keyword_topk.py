@@ -1,4 +1,4 @@
-"""The keyword top-k (keyword_index.bm25_scores with a limit) against brute force (issue 5).
+"""The keyword top-k (bm25.bm25_scores with a limit) against brute force (issue 5).
 
 The top-k pass skips the postings of terms in more than half the partition (MaxScore, with a
 checked bound) and, with a user_id, checks the filter only on the rows it ranks; both fall back
@@ -22,7 +22,7 @@ import pytest
 
 from offline_mem import Memory
 from offline_mem.pinned.nlp import Analysis, TextAnalyzer
-from offline_mem.store import keyword_index
+from offline_mem.store import bm25
 from offline_mem.store.filters import compile_filters
 from offline_mem.testing import FakeEmbedder
 
@@ -185,7 +185,7 @@ def test_the_cases_above_take_every_path(indexed: Memory, monkeypatch: pytest.Mo
     """Pruned and unpruned passes, the filter after and inside the pass, and the deeper fetch
     when the margin reaches past the first rows: the parametrised cases cover each of them."""
     paths: Counter[str] = Counter()
-    original = keyword_index._ranked
+    original = bm25._ranked
 
     def recording(db: Any, stats: Any, weights: Any, partition: Any, condition: Any, t: Any,
                   **kwargs: Any) -> Any:  # fmt: skip
@@ -195,7 +195,7 @@ def test_the_cases_above_take_every_path(indexed: Memory, monkeypatch: pytest.Mo
             paths["deeper"] += 1
         return original(db, stats, weights, partition, condition, t, **kwargs)
 
-    monkeypatch.setattr(keyword_index, "_ranked", recording)
+    monkeypatch.setattr(bm25, "_ranked", recording)
     for terms in QUERIES:
         for filters in FILTERS:
             for limit in LIMITS:
@@ -208,7 +208,7 @@ def test_ranking_pass_reads_postings_by_primary_key(indexed: Memory) -> None:
     """The index named by POSTINGS_KEY exists and is the one the ranking pass uses."""
     plan = indexed.store.db.query(
         "EXPLAIN QUERY PLAN SELECT tf FROM keyword_postings INDEXED BY "
-        f"{keyword_index.POSTINGS_KEY} WHERE partition = ? AND term = ?",
+        f"{bm25.POSTINGS_KEY} WHERE partition = ? AND term = ?",
         ("u", "every"),
     )
     assert any("PRIMARY KEY (partition=? AND term=?)" in row[3] for row in plan), plan

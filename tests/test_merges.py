@@ -5,13 +5,13 @@ Each test runs on a SQLite file and on a PostgreSQL database (`any_store`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
+
+from store_export import export_lines
 
 from offline_mem.memory import Memory
 from offline_mem.store.integrity import verify_file
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer
-from offline_mem.transfer import export, postgres
 from offline_mem.transfer.importer import import_data
 from offline_mem.transfer.reader import read_export
 
@@ -29,12 +29,6 @@ def memory(store: dict[str, Any], *script: Any, async_mode: bool = False) -> Mem
 def verified(m: Memory) -> bool:
     """`verify` on a file; a PostgreSQL database has no `verify` (its server checks pages)."""
     return m.config.store is not None or verify_file(m.store.db, embedder=m.embedder.identity).ok
-
-
-def export_lines(m: Memory) -> Iterator[str]:
-    if m.config.store is not None:
-        return postgres.export_lines(m.store.db)  # type: ignore[arg-type]
-    return export.export_lines(m.store.db)  # type: ignore[arg-type]
 
 
 def test_a_paraphrase_merges_into_the_stored_memory(any_store) -> None:

@@ -101,11 +101,9 @@ def test_filters_expiry_and_scope_hold_for_every_signal(memory: Memory, signal: 
     assert [record.id for record, ranked in hits if ranked.score > 0] == [visible]
 
 
-def test_weights_are_configurable_and_validated(db_path: str, embedder) -> None:
-    with Memory(
-        {"path": db_path, "ranking_weights": {"semantic": 0.0, "keyword": 1.0, "entity": 0.0}},
-        embedder=embedder,
-    ) as memory:
+def test_weights_are_configurable_and_validated(store_config, embedder) -> None:
+    weights = {"semantic": 0.0, "keyword": 1.0, "entity": 0.0}
+    with Memory({**store_config, "ranking_weights": weights}, embedder=embedder) as memory:
         add(memory, "Zyphrax is the wifi password")
         add(memory, "the wifi at home is slow")
         top = memory.search("zyphrax", filters=U1, explain=True)["results"][0]

@@ -6,11 +6,11 @@ and `verify` on the file only."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import date, datetime, timezone
 from typing import Any
 
 import pytest
+from store_export import export_lines
 
 from offline_mem.errors import ImportRefusedError, ValidationError
 from offline_mem.extraction.lexicon import ENGLISH
@@ -19,7 +19,6 @@ from offline_mem.memory import Memory
 from offline_mem.store.db import Database
 from offline_mem.store.integrity import verify_file
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer, changes
-from offline_mem.transfer import export, postgres
 from offline_mem.transfer.importer import import_data
 from offline_mem.transfer.reader import read_export
 
@@ -77,12 +76,6 @@ def by_text(m: Memory) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def timeline(module_store: dict[str, Any]) -> Memory:
     return timeline_memory(module_store)
-
-
-def export_lines(m: Memory) -> Iterator[str]:
-    if m.config.store is not None:
-        return postgres.export_lines(m.store.db)  # type: ignore[arg-type]
-    return export.export_lines(m.store.db)  # type: ignore[arg-type]
 
 
 def test_the_timeline_was_stored_with_its_three_changes(timeline) -> None:

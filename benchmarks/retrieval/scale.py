@@ -52,8 +52,9 @@ from benchmarks.tables import table_path  # noqa: E402
 from offline_mem.memory import Memory  # noqa: E402
 from offline_mem.pinned.model_files import model_identity  # noqa: E402
 from offline_mem.retrieval.search import SearchRequest, hybrid_search  # noqa: E402
+from offline_mem.store.bm25 import bm25_scores  # noqa: E402
 from offline_mem.store.filters import compile_filters  # noqa: E402
-from offline_mem.store.keyword_index import bm25_scores, query_stats  # noqa: E402
+from offline_mem.store.keyword_index import query_stats  # noqa: E402
 from offline_mem.store.store import Store  # noqa: E402
 from offline_mem.values import EmbedderIdentity, Scope  # noqa: E402
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..timeutil import iso, unexpired_clause, utc_now
-from . import keyword_index
+from . import bm25, keyword_index
 from .db import Database
 from .filters import CompiledFilter, scope_match
 from .vector_cache import MEMORY_VECTORS, VectorCache, VectorTable
@@ -210,7 +210,7 @@ class CandidateQueries:
         """BM25 of the memories passing the condition that hold a query term: the best `limit`
         plus those of `also_rowids`, exactly those of `only_rowids`, or all (bm25_scores)."""
         sql, params = condition
-        return keyword_index.bm25_scores(
+        return bm25.bm25_scores(
             self.db, stats, self._keyword_partition(where), sql, params,
             limit=limit, only_rowids=only_rowids, also_rowids=also_rowids,
         )  # fmt: skip

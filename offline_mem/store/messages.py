@@ -21,7 +21,7 @@ import numpy as np
 
 from ..timeutil import iso
 from ..values import Scope
-from . import keyword_index
+from . import bm25, keyword_index
 from .candidates import filtered_knn, point_similarities, scope_match, vector_blob
 from .db import Database
 from .keyword_index import MESSAGE_KEYWORDS
@@ -254,9 +254,9 @@ class MessageIndex:
         as_of: datetime | None = None,
     ) -> dict[int, float]:
         """BM25 of the scope's messages (those recorded by `as_of`): the best `limit` plus those
-        of `also_seqs` that hold a query term (keyword_index.bm25_scores)."""
+        of `also_seqs` that hold a query term (bm25.bm25_scores)."""
         where, params = _message_condition(scope, "m", as_of)
-        return keyword_index.bm25_scores(
+        return bm25.bm25_scores(
             self.db, stats, keyword_index.searched_partition(scope.user_id), where, params,
             limit=limit, also_rowids=also_seqs, t=MESSAGE_KEYWORDS,
         )  # fmt: skip

@@ -1,10 +1,10 @@
 """BM25 over the PostgreSQL postings tables: the same numbers as the SQLite store's.
 
-The tables, statistics and formula are keyword_index.py's (Okapi BM25 with Lucene's idf, per
-partition). Every score returned is computed here in Python from the memory's own postings, in
-keyword_index.postings_scores, as in the SQLite store, so a memory gets the same float
-on both stores. PostgreSQL only ranks: the top `limit` by its own (float8) sum, then every row
-within a rounding margin of the limit-th score is re-scored exactly and the top chosen among
+The tables and statistics are keyword_index.py's, the formula store/bm25.py's (Okapi BM25 with
+Lucene's idf, per partition). Every score returned is computed here in Python from the memory's
+own postings, in store/bm25.postings_scores, as in the SQLite store, so a memory gets the same
+float on both stores. PostgreSQL only ranks: the top `limit` by its own (float8) sum, then every
+row within a rounding margin of the limit-th score is re-scored exactly and the top chosen among
 them, so the top is exactly SQLite's (ties by rowid) whatever the summation order.
 """
 
@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..keyword_index import K1, B, IdfFunction, QueryStats, lucene_idf, postings_scores
+from ..bm25 import K1, B, postings_scores
+from ..keyword_index import IdfFunction, QueryStats, lucene_idf
 from .connection import PgDatabase
 from .keywords import PgKeywordTables
 
@@ -67,7 +68,7 @@ def bm25_scores(
     only_rowids: Sequence[int] | None = None,
     also_rowids: Sequence[int] = (),
 ) -> dict[int, float]:
-    """As keyword_index.bm25_scores: the best `limit` rows passing `condition` (over alias m of
+    """As store/bm25.bm25_scores: the best `limit` rows passing `condition` (over alias m of
     the indexed table) that hold a query term, plus those of `also_rowids`; exactly those of
     `only_rowids`; or all of them."""
     weights = {term: w for term, w in stats.idf.items() if w != 0}
@@ -182,7 +183,7 @@ def _exact_scores(
     t: PgKeywordTables,
 ) -> dict[int, float]:
     """BM25 over every weighted term of the given rows, from their postings, summed in term
-    order: keyword_index.postings_scores, as the SQLite store scores them."""
+    order: store/bm25.postings_scores, as the SQLite store scores them."""
     if not rowids:
         return {}
     terms = sorted(weights)
