@@ -285,7 +285,7 @@ def test_a_reopened_memory_file_keeps_its_schema_version_and_wal_mode(db_path: s
     # SQLite only: the file's own schema number and journal pragma
     Memory({"path": db_path}, embedder=FakeEmbedder()).close()
     with Memory({"path": db_path}, embedder=FakeEmbedder()) as mem:
-        assert mem.store.meta()["schema_version"] == "13"
+        assert mem.store.meta()["schema_version"] == "14"
         journal = mem.store.db.query_one("PRAGMA journal_mode")[0]
         assert journal == "wal"
 

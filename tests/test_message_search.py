@@ -151,7 +151,7 @@ def test_a_file_from_before_the_index_is_filled_when_opened(tmp_path):
     db.close()
     reopened = open_memory(path)
     assert reopened.store.meta()["message_vectors"] == "complete"
-    assert reopened.store.meta()["schema_version"] == str(SCHEMA_VERSION) == "13"
+    assert reopened.store.meta()["schema_version"] == str(SCHEMA_VERSION) == "14"
     assert contents(reopened.search_messages("cello", filters={"user_id": "u1"})) == [
         "I play the cello"
     ]

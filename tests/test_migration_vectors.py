@@ -75,7 +75,7 @@ def test_a_schema_7_file_migrates_and_answers_as_before(tmp_path) -> None:
     size_before = path.stat().st_size
     with open_memory(path) as memory:
         meta = memory.store.meta()
-        assert meta["schema_version"] == "13"
+        assert meta["schema_version"] == "14"
         tables = {r[0] for r in memory.store.db.query("SELECT name FROM sqlite_master")}
         assert "memory_vectors_chunks" not in tables and "message_vectors_chunks" not in tables
         assert_as_before(answers(memory))

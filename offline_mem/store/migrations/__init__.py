@@ -22,6 +22,7 @@ from . import (
     m011_validity,
     m012_shared_message_vectors,
     m013_keyword_terms_in_docs,
+    m014_postings_without_doc_key,
 )
 from .context import Migration, MigrationContext
 from .m011_validity import fill_validity
@@ -49,6 +50,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("011_validity", m011_validity.apply),
     ("012_shared_message_vectors", m012_shared_message_vectors.apply),
     ("013_keyword_terms_in_docs", m013_keyword_terms_in_docs.apply),
+    ("014_postings_without_doc_key", m014_postings_without_doc_key.apply),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
