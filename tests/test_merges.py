@@ -11,6 +11,7 @@ from store_export import export_lines
 
 from offline_mem.memory import Memory
 from offline_mem.store.integrity import verify_file
+from offline_mem.store.postgres.integrity import verify_database
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer
 from offline_mem.transfer.importer import import_data
 from offline_mem.transfer.reader import read_export
@@ -27,8 +28,9 @@ def memory(store: dict[str, Any], *script: Any, async_mode: bool = False) -> Mem
 
 
 def verified(m: Memory) -> bool:
-    """`verify` on a file; a PostgreSQL database has no `verify` (its server checks pages)."""
-    return m.config.store is not None or verify_file(m.store.db, embedder=m.embedder.identity).ok
+    """`verify` of the memory file, or of the PostgreSQL database."""
+    verify = verify_file if m.config.store is None else verify_database
+    return verify(m.store.db, embedder=m.embedder.identity).ok
 
 
 def test_a_paraphrase_merges_into_the_stored_memory(any_store) -> None:

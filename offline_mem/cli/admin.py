@@ -12,11 +12,12 @@ from typing import Any
 import click
 
 from ..errors import ModelError, OfflineMemError
-from ..store.integrity import verify_file
+from ..store.integrity import VerifyReport, verify_file
 from ..timeutil import unexpired_clause, utc_now
 from ..transfer.export import backup_file, export_file, file_header, open_existing
 from ..transfer.importer import import_data
 from ..transfer.reader import read_export
+from ..values import EmbedderIdentity
 from .common import (
     CliState,
     configured_embedder,
@@ -26,6 +27,7 @@ from .common import (
     open_memory,
     pass_state,
     require_file,
+    shown_db,
     store_url,
 )
 
@@ -323,26 +325,14 @@ def import_(state: CliState, source: Any) -> None:
 @click.command("verify")
 @pass_state
 def verify(state: CliState) -> None:
-    """Check the file: SQLite integrity, a vector and keyword row for every memory, no orphans,
-    consistent keyword statistics, the pinned embedder. Exit 1 when anything is wrong."""
-    path = require_file(state, "verify")
+    """Check the store: a vector and keyword row for every memory, consistent keyword
+    statistics, texts, scopes, the pinned embedder; and SQLite's integrity on a file. Exit 1
+    when anything is wrong."""
     try:
         embedder, unavailable = configured_embedder(), None
     except ModelError as exc:
         embedder, unavailable = None, str(exc)
-    db = open_existing(path, check=False)
-    try:
-        from ..store.integrity import CHECKS
-
-        with _progress(len(CHECKS), "verifying") as bar:
-            report = verify_file(
-                db,
-                embedder=embedder,
-                embedder_unavailable=unavailable,
-                progress=lambda _name: bar.update(1),
-            )
-    finally:
-        db.close()
+    report = _verify_store(state, embedder, unavailable)
     if state.json:
         echo_json(report.to_dict())
     else:
@@ -354,8 +344,33 @@ def verify(state: CliState) -> None:
         for name, why in report.skipped.items():
             click.echo(f"skipped {name}: {why}")
     if not report.ok:
-        click.echo(f"error: {path}: {len(report.problems)} problem(s) found", err=True)
+        click.echo(f"error: {shown_db(state)}: {len(report.problems)} problem(s) found", err=True)
         sys.exit(EXIT_PROBLEMS)
+
+
+def _verify_store(
+    state: CliState, embedder: EmbedderIdentity | None, unavailable: str | None
+) -> VerifyReport:
+    """`verify_file` of the memory file, or `verify_database` of the PostgreSQL database."""
+    url = store_url(state)
+    db: Any
+    run: Callable[..., VerifyReport]
+    if url is None:
+        from ..store.integrity import CHECKS
+
+        db, checks, run = open_existing(db_path(state), check=False), CHECKS, verify_file
+    else:
+        from ..store.postgres.integrity import CHECKS as DATABASE_CHECKS
+        from ..store.postgres.integrity import verify_database
+        from ..transfer.postgres import open_database
+
+        db, checks, run = open_database(url), DATABASE_CHECKS, verify_database
+    try:
+        with _progress(len(checks), "verifying") as bar:
+            return run(db, embedder=embedder, embedder_unavailable=unavailable,
+                       progress=lambda _name: bar.update(1))  # fmt: skip
+    finally:
+        db.close()
 
 
 @click.command("backup")

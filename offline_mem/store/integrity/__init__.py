@@ -13,19 +13,20 @@ memory's newest history row holds its text; no provenance, entity link or supers
 rows of two scopes.
 
 One module per group of checks: rows.py (SQLite, rows, dates, validity, pins), vectors.py,
-keywords.py, links.py (links, texts, scopes); report.py holds what they found.
+keywords.py, links.py (links, texts, scopes); report.py holds what they found and runs them.
+Checks whose SQL both stores accept are run on a PostgreSQL database too
+(store/postgres/integrity.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...errors import OfflineMemError
 from ...values import EmbedderIdentity
 from ..db import Database
 from .keywords import keyword_rows, keyword_stats, message_keyword_rows, message_keyword_stats
 from .links import links, scopes, texts
-from .report import Checker, Problem, VerifyReport
+from .report import Check, Problem, VerifyReport, run_checks
 from .rows import models, rows, sqlite, validity
 from .vectors import UNIT_TOLERANCE, message_vectors, vector_value_problems, vector_values, vectors
 
@@ -39,7 +40,7 @@ __all__ = [
 ]
 
 
-CHECKS: list[tuple[str, Callable[..., None]]] = [
+CHECKS: list[tuple[str, Check]] = [
     ("sqlite", sqlite),
     ("rows", rows),
     ("validity", validity),
@@ -66,20 +67,11 @@ def verify_file(
 ) -> VerifyReport:
     """Run every check over the file; `embedder` is the configured one (None: the pin is checked
     for presence only, and `embedder_unavailable` says why)."""
-    report = VerifyReport(path=db.path)
-    checker = Checker(db, report)
-    with db.snapshot():
-        for name, check in CHECKS:
-            if progress is not None:
-                progress(name)
-            report.checks.append(name)
-            try:
-                if name == "models":
-                    check(checker, embedder)
-                else:
-                    check(checker)
-            except OfflineMemError as exc:  # a damaged row stops this check, not the others
-                checker.problems(name, [f"could not run: {exc}"])
-    if embedder is None and embedder_unavailable:
-        report.skipped["configured embedder"] = embedder_unavailable
-    return report
+    return run_checks(
+        db,
+        CHECKS,
+        shown=db.path,
+        embedder=embedder,
+        embedder_unavailable=embedder_unavailable,
+        progress=progress,
+    )

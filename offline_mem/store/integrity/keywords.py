@@ -69,11 +69,13 @@ def _index_rows(
 
 
 def keyword_stats(c: Checker) -> None:
-    c.problems("keyword statistics", _index_stats(c, MEMORY_KEYWORDS))
+    details = index_stats(c, MEMORY_KEYWORDS) + _listed_terms(c, MEMORY_KEYWORDS)
+    c.problems("keyword statistics", details)
 
 
 def message_keyword_stats(c: Checker) -> None:
-    c.problems("message keyword statistics", _index_stats(c, MESSAGE_KEYWORDS))
+    details = index_stats(c, MESSAGE_KEYWORDS) + _listed_terms(c, MESSAGE_KEYWORDS)
+    c.problems("message keyword statistics", details)
 
 
 def _listed_terms(c: Checker, t: KeywordTables) -> list[str]:
@@ -92,8 +94,9 @@ def _listed_terms(c: Checker, t: KeywordTables) -> list[str]:
     return details
 
 
-def _index_stats(c: Checker, t: KeywordTables) -> list[str]:
-    """Lengths, document frequencies and partition totals of index `t` agree with its rows."""
+def index_stats(c: Checker, t: KeywordTables) -> list[str]:
+    """Lengths, document frequencies and partition totals of index `t` agree with its rows (the
+    same tables and SQL on both stores)."""
     details = []
     for key, length, total in c.db.query(
         f"SELECT d.{t.key}, d.length, coalesce(sum(p.tf), 0) FROM {t.docs} d "
@@ -102,9 +105,9 @@ def _index_stats(c: Checker, t: KeywordTables) -> list[str]:
     ):
         details.append(f"{t.docs} length {length} of {key} != its postings' {total}")
     for partition, term, df, actual in c.db.query(
-        f"SELECT t.partition, t.term, t.df, (SELECT count(*) FROM {t.postings} p "
-        f"WHERE p.partition = t.partition AND p.term = t.term) AS n FROM {t.terms} t "
-        "WHERE t.df != n"
+        f"SELECT t.partition, t.term, t.df, count(p.term) FROM {t.terms} t "
+        f"LEFT JOIN {t.postings} p ON p.partition = t.partition AND p.term = t.term "
+        "GROUP BY t.partition, t.term, t.df HAVING t.df != count(p.term)"
     ):
         details.append(f"term {term!r} in partition {partition!r}: df {df}, postings {actual}")
     for partition, term in c.db.query(
@@ -112,7 +115,6 @@ def _index_stats(c: Checker, t: KeywordTables) -> list[str]:
         f"(SELECT 1 FROM {t.terms} t WHERE t.partition = p.partition AND t.term = p.term)"
     ):
         details.append(f"term {term!r} in partition {partition!r} has postings but no df row")
-    details += _listed_terms(c, t)
     stored = {
         p: (d, n)
         for p, d, n in c.db.query(f"SELECT partition, docs, total_length FROM {t.partitions}")
