@@ -206,6 +206,26 @@ def postgres_section(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+def scope_costs_section(results: dict[str, Any]) -> list[str]:
+    """One call in a 10-memory scope as the file grows, each commit's code (scope_costs.py)."""
+    costs = results.get("scope_costs")
+    if not costs:
+        return []
+    calls = ("search", "add_raw", "update", "delete", "delete_all_scope")
+    lines = [
+        "",
+        "One call in a 10-memory scope as the file grows, CPU ms p50, each commit's code on a",
+        f"copy of the same file (`{costs['command']}`):",
+        "",
+        "| memories | code | " + " | ".join(calls) + " |",
+        "|---|---|" + "---|" * len(calls),
+    ]
+    for run in costs["runs"]:
+        lines.append(f"| {10 * run['scopes']:,} | {run['code']} | "
+                     + " | ".join(f"{run[c]:,}" for c in calls) + " |")  # fmt: skip
+    return lines
+
+
 def main() -> None:
     runs, out = Path(sys.argv[1]), Path(sys.argv[2])
     committed = out / "storage_scale.json"
@@ -247,6 +267,7 @@ def main() -> None:
             *comparisons,
         ]
     lines += shared_section(results)
+    lines += scope_costs_section(results)
     alternated = results.get("search_alternated")
     if alternated:
         pairs = alternated["runs"]
