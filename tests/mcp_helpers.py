@@ -30,15 +30,19 @@ def server_env() -> dict[str, str]:
 
 @asynccontextmanager
 async def serve(
-    db: Path,
+    db: Path | str,
     *mcp_args: str,
     fakes: bool = True,
     facts: Sequence[str] = (),
     audit: Path | None = None,
     stderr: Path | None = None,
     env: dict[str, str] | None = None,
+    workdir: Path | None = None,
 ) -> AsyncIterator[ClientSession]:
-    """`offline-mem --db DB mcp MCP_ARGS` with fake models (or the pinned ones), initialised."""
+    """`offline-mem --db DB mcp MCP_ARGS` with fake models (or the pinned ones), initialised.
+    DB is a memory file or a database's URL; the server runs in `workdir` (default: the file's
+    folder), where its stderr goes unless `stderr` is given."""
+    folder = workdir if workdir is not None else Path(db).parent
     helper = ["--fakes"] if fakes else []
     helper += [arg for fact in facts for arg in ("--fact", fact)]
     helper += ["--audit", str(audit)] if audit is not None else []
@@ -46,9 +50,9 @@ async def serve(
         command=sys.executable,
         args=[str(SERVER), *helper, "--", "--db", str(db), "mcp", *mcp_args],
         env=env if env is not None else server_env(),
-        cwd=str(db.parent),
+        cwd=str(folder),
     )
-    log_path = stderr if stderr is not None else db.parent / "server-stderr.log"
+    log_path = stderr if stderr is not None else folder / "server-stderr.log"
     with log_path.open("a", encoding="utf-8") as log:
         async with (
             stdio_client(params, errlog=log) as (read, write),

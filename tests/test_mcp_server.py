@@ -1,19 +1,21 @@
 """`offline-mem mcp` through the MCP SDK's real stdio client: the server runs as a subprocess (fake
 models, so it is up in about a second), is initialised, lists its tools and serves every tool,
-bad calls included, to one client and to two clients on the same file. The real models serve a
-session in tests/test_no_network.py."""
+bad calls included, to one client and to two clients on the same store (a memory file, and a
+PostgreSQL database). The real models serve a session in tests/test_no_network.py."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from click.testing import CliRunner
 from mcp import ClientSession
 from mcp_helpers import call, error, serve
+from postgres_fixtures import store_location
 
 from offline_mem.cli import main
 
@@ -23,9 +25,14 @@ TOOLS = {
 }  # fmt: skip
 
 
-def run(db: Path, scenario: Callable[[ClientSession], Awaitable[None]], *args: str) -> None:
+def run(
+    db: Path | str,
+    scenario: Callable[[ClientSession], Awaitable[None]],
+    *args: str,
+    workdir: Path | None = None,
+) -> None:
     async def session() -> None:
-        async with serve(db, *args) as client:
+        async with serve(db, *args, workdir=workdir) as client:
             await scenario(client)
 
     anyio.run(session)
@@ -56,7 +63,7 @@ def test_the_tools_are_listed_with_schemas_and_one_line_descriptions(tmp_path: P
     run(tmp_path / "m.db", scenario)
 
 
-def test_a_session_uses_every_tool(tmp_path: Path) -> None:
+def test_a_session_uses_every_tool(tmp_path: Path, store_config: dict[str, Any]) -> None:
     async def scenario(client: ClientSession) -> None:
         added = await call(client, "add_memory", text="I am allergic to peanuts", infer=False,
                            metadata={"topic": "health"})  # fmt: skip
@@ -96,8 +103,7 @@ def test_a_session_uses_every_tool(tmp_path: Path) -> None:
         assert "no history" in await error(client, "memory_history", memory_id=fact["id"])
         assert "no memory with id" in await error(client, "get_memory", memory_id=fact["id"])
 
-    db = tmp_path / "m.db"
-    run(db, scenario, "--user", "ana")
+    run(store_location(store_config), scenario, "--user", "ana", workdir=tmp_path)
     assert "offline-mem mcp: serving" in (tmp_path / "server-stderr.log").read_text()
 
 
@@ -159,9 +165,11 @@ def test_a_call_names_its_own_scope_over_the_defaults(tmp_path: Path) -> None:
     run(tmp_path / "m.db", scenario, "--user", "ana", "--agent", "helper")
 
 
-def test_an_inferred_add_goes_through_the_extractor(tmp_path: Path) -> None:
+def test_an_inferred_add_goes_through_the_extractor(
+    tmp_path: Path, store_config: dict[str, Any]
+) -> None:
     async def session() -> None:
-        async with serve(tmp_path / "m.db", "--user", "ana",
+        async with serve(store_location(store_config), "--user", "ana", workdir=tmp_path,
                          facts=["User is allergic to peanuts"]) as client:  # fmt: skip
             added = await call(client, "add_memory", text="Peanuts make me ill, I'm allergic")
             assert [(r["event"], r["memory"]) for r in added["results"]] == [
@@ -176,11 +184,14 @@ def test_an_inferred_add_goes_through_the_extractor(tmp_path: Path) -> None:
     anyio.run(session)
 
 
-def test_two_clients_share_one_file(tmp_path: Path) -> None:
-    db = tmp_path / "m.db"
+def test_two_clients_share_one_store(tmp_path: Path, store_config: dict[str, Any]) -> None:
+    db = store_location(store_config)
 
     async def both() -> None:
-        async with serve(db, "--user", "ana") as first, serve(db, "--user", "ana") as second:
+        async with (
+            serve(db, "--user", "ana", workdir=tmp_path) as first,
+            serve(db, "--user", "ana", workdir=tmp_path) as second,
+        ):
             added = await call(first, "add_memory", text="The spare key is under the mat",
                                infer=False)  # fmt: skip
             key = added["results"][0]["id"]
