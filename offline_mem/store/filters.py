@@ -58,16 +58,19 @@ def compile_filters(filters: object, *, alias: str = "m") -> CompiledFilter:
     )
 
 
-def scope_match(scope: Scope, alias: str) -> tuple[str, list[str]]:
-    """`alias.key = ?` for each id the scope names, joined by AND ("1" for none)."""
+def scope_match(
+    scope: Scope, alias: str, *, mark: str = "?", always: str = "1"
+) -> tuple[str, list[str]]:
+    """`alias.key = ?` for each id the scope names, joined by AND (`always` for none); `mark` is
+    the driver's placeholder (PostgreSQL's store passes "%s" and "TRUE")."""
     prefix = f"{alias}." if alias else ""
     parts, params = [], []
     for key in SCOPE_KEYS:
         value = getattr(scope, key)
         if value is not None:
-            parts.append(f"{prefix}{key} = ?")
+            parts.append(f"{prefix}{key} = {mark}")
             params.append(value)
-    return " AND ".join(parts) or "1", params
+    return " AND ".join(parts) or always, params
 
 
 def _exact_scope_value(filters: dict[str, Any], key: str) -> Any:

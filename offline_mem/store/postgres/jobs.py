@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...timeutil import iso, utc_now
-from ...values import SCOPE_KEYS, Scope
+from ...values import Scope
+from .. import filters
 from ..jobs import _COLUMNS, UNFINISHED, JobClaim, JobRecord, NewJob, _pid_alive
 from .connection import PgDatabase
 
@@ -28,14 +29,7 @@ NOW = "extract(epoch FROM clock_timestamp())"  # seconds, on the database's cloc
 
 def scope_match(scope: Scope, alias: str = "") -> tuple[str, list[str]]:
     """The rows of every id the scope names (as delete_all matches them)."""
-    prefix = f"{alias}." if alias else ""
-    parts, params = [], []
-    for key in SCOPE_KEYS:
-        value = getattr(scope, key)
-        if value is not None:
-            parts.append(f"{prefix}{key} = %s")
-            params.append(value)
-    return " AND ".join(parts) or "TRUE", params
+    return filters.scope_match(scope, alias, mark="%s", always="TRUE")
 
 
 class PgJobs:
