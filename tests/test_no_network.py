@@ -66,7 +66,7 @@ def test_loopback_is_allowed_when_marked():
 
 
 def test_a_test_that_hides_its_connection_attempt_still_fails(tmp_path: Path) -> None:
-    for helper in ("conftest.py", "postgres_fixtures.py", "postgres_server.py"):
+    for helper in ("conftest.py", "postgres_fixtures.py", "postgres_server.py", "fake_memory.py"):
         shutil.copy(ROOT / "tests" / helper, tmp_path / helper)  # conftest's fixture modules
     (tmp_path / "test_inner.py").write_text(INNER_TESTS)
     (tmp_path / "pytest.ini").write_text(
