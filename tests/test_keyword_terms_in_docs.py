@@ -74,6 +74,13 @@ def test_verify_reports_a_doc_whose_list_differs_from_its_postings(tmp_path) -> 
             "keyword statistics", "message keyword statistics"]  # fmt: skip
 
 
+def answers_as_before_and_deletes(memory: Any, want: list[Any]) -> None:
+    """A migrated file answers every query as before, deletes a memory, and stays sound."""
+    assert answers(memory, QUERIES) == want
+    memory.delete(memory.get_all(filters=U1)["results"][0]["id"])
+    sound(memory)
+
+
 def schema_12_file(tmp_path: Path) -> tuple[Path, list[Any]]:
     """A file as schema 12 wrote it: no terms in the docs, postings indexed by row."""
     path = tmp_path / "old.db"
@@ -98,9 +105,7 @@ def test_migration_013_lists_the_terms_and_drops_the_row_indexes(tmp_path) -> No
         assert not indexes(db) & {index for *_, index in INDEXES}
         for listed, held in listed_and_held(db):
             assert listed == held and len(listed) == 4
-        assert answers(memory, QUERIES) == want
-        memory.delete(memory.get_all(filters=U1)["results"][0]["id"])
-        sound(memory)
+        answers_as_before_and_deletes(memory, want)
 
 
 def test_a_kill_inside_migration_013_leaves_the_file_as_it_was(tmp_path) -> None:

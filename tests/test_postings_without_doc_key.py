@@ -8,8 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from test_keyword_terms_in_docs import QUERIES, fill, listed_and_held
-from test_shared_vectors import U1, answers, kill_inside, open_memory, sound
+from test_keyword_terms_in_docs import (
+    QUERIES,
+    answers_as_before_and_deletes,
+    fill,
+    listed_and_held,
+)
+from test_shared_vectors import answers, kill_inside, open_memory
 
 from offline_mem.store.db import Database
 
@@ -89,9 +94,7 @@ def test_migration_014_keeps_every_posting_and_drops_the_keys(tmp_path) -> None:
         assert "keyword_postings_term" in {r[1] for r in db.query(
             "PRAGMA index_list(keyword_postings)")}  # fmt: skip
         assert listed_and_held(db) == before
-        assert answers(memory, QUERIES) == want
-        memory.delete(memory.get_all(filters=U1)["results"][0]["id"])
-        sound(memory)
+        answers_as_before_and_deletes(memory, want)
 
 
 def test_a_kill_inside_migration_014_leaves_the_file_as_it_was(tmp_path) -> None:
@@ -103,5 +106,4 @@ def test_a_kill_inside_migration_014_leaves_the_file_as_it_was(tmp_path) -> None
         f"{postings}_new" for postings, _, _ in POSTINGS}  # fmt: skip
     db.close()
     with open_memory(path) as memory:  # the old layout was intact: it migrates now
-        assert answers(memory, QUERIES) == want
-        sound(memory)
+        answers_as_before_and_deletes(memory, want)
