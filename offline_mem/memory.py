@@ -3,16 +3,17 @@
 Each method validates everything first, runs the models outside any transaction, then hands the
 store one write that is a single transaction. Results keep Mem0's shapes. `Memory` holds its
 collaborators and hands them their calls: the reads (get, get_all, search, search_messages,
-history) go to a `MemoryReader` (memory_parts/reads.py), an add's write plan to an `AddWriter`
-(memory_parts/writes.py), the extraction jobs of async adds to `ExtractionJobs`
-(memory_parts/jobs.py); the validation of every call, updates and deletes are its own. The
-store and the models a caller does not hand in are made by memory_parts/components.py.
+history) go to a `MemoryReader` (memory_parts/reads.py); an add's arguments are checked by
+memory_parts/add_call.py and its write plan built by an `AddWriter` (memory_parts/writes.py);
+the extraction jobs of async adds go to `ExtractionJobs` (memory_parts/jobs.py); update,
+delete, delete_all, reset and compact to a `MemoryEditor` (memory_parts/edits.py). What is
+left here is the public signatures, their documentation and which collaborator runs a call.
+The store and the models a caller does not hand in are made by memory_parts/components.py.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Any
 
@@ -23,10 +24,11 @@ from .config import (
     resolve_models_dir,
     resolve_store_url,
 )
-from .errors import ValidationError, shown
 from .memory_parts import components
+from .memory_parts.add_call import check_add_call
+from .memory_parts.edits import UNSET, MemoryEditor
 from .memory_parts.jobs import ExtractionJobs
-from .memory_parts.reads import DEFAULT_SEARCH_THRESHOLD, MemoryReader, in_scope
+from .memory_parts.reads import DEFAULT_SEARCH_THRESHOLD, MemoryReader
 from .memory_parts.writes import AddWriter
 from .pinned.embedder import Embedder, QueryVectorCache
 from .pinned.entities import EntityExtractor
@@ -38,27 +40,9 @@ from .retrieval.retriever import Retriever
 from .store.interface import MemoryStore
 from .store.job_worker import JobWorker
 from .store.jobs import JobClaim, JobRecord
-from .store.records import AddPlan, keyword_text
-from .timeutil import parse_datetime, parse_expiration, utc_now
-from .validation import (
-    Skipped,
-    check_memory_id,
-    check_metadata,
-    check_text,
-    make_scope,
-    normalize_messages,
-    reject_unknown_kwargs,
-)
-from .values import content_hash
-
-_UNSET: Any = Ellipsis
-
-
-def _reported(result: dict[str, Any], skipped: Sequence[Skipped]) -> dict[str, Any]:
-    """An add's result, with the messages that could not be used and why (when any)."""
-    if skipped:
-        result["skipped"] = [s.to_dict() for s in skipped]
-    return result
+from .store.records import AddPlan
+from .timeutil import utc_now
+from .validation import reject_unknown_kwargs
 
 
 class Memory:
@@ -108,6 +92,10 @@ class Memory:
             self.entities,
             self.weights,
         )
+        self._editor = MemoryEditor(
+            self.store, self._reader, embedder=self.embedder, analyzer=self.analyzer,
+            entities=self.entities, lock=self._lock,
+        )  # fmt: skip
         self._jobs = ExtractionJobs(
             self.store, self._worker, self._writer.extract, lock=self._lock,
             embedder_sha256=self.embedder.identity.sha256, start_worker=config.job_worker,
@@ -161,50 +149,35 @@ class Memory:
         `{"results": [], "status": "PENDING", "event_id": <job id>}` at once; the messages are
         searchable from then on, and the worker thread adds the facts (see `flush`, `job`)."""
         reject_unknown_kwargs("add", unknown)
-        scope = make_scope(user_id, agent_id, run_id)
-        parsed, skipped = normalize_messages(messages)
-        clean_metadata = check_metadata(metadata)
-        expiry = None if expiration_date is None else parse_expiration(expiration_date)
-        call_time = None if timestamp is None else parse_datetime(timestamp, what="timestamp")
-        if memory_type is not None and memory_type != "procedural_memory":
-            raise ValidationError(
-                f"memory_type must be None or 'procedural_memory', got {shown(memory_type)}"
+        call = check_add_call(
+            messages, user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=metadata,
+            infer=infer, memory_type=memory_type, prompt=prompt, expiration_date=expiration_date,
+            timestamp=timestamp, async_mode=async_mode, default_async=self.config.async_mode,
+            default_instructions=self.config.custom_instructions,
+        )  # fmt: skip
+        new_messages = [self._writer.new_message(m, call.call_time) for m in call.messages]
+        if call.kind is None:
+            return call.reported(self._writer.add_raw(
+                call.scope, call.messages, new_messages, call.metadata, call.expiration_date
+            ))  # fmt: skip
+        if call.async_mode:
+            job = self._jobs.new_job(
+                new_messages, call.kind, call.metadata, call.expiration_date, call.instructions
             )
-        if prompt is not None:
-            check_text(prompt, "prompt")
-        if not isinstance(infer, bool):
-            raise ValidationError(f"infer must be True or False, got {shown(infer)}")
-        if async_mode is None:
-            async_mode = self.config.async_mode
-        elif not isinstance(async_mode, bool):
-            raise ValidationError(
-                f"async_mode must be True, False or None, got {shown(async_mode)}"
-            )
-        new_messages = [self._writer.new_message(m, call_time) for m in parsed]
-        if memory_type == "procedural_memory" and scope.agent_id is None:
-            raise ValidationError("memory_type='procedural_memory' needs an agent_id")
-        if not infer and memory_type is None:
-            return _reported(
-                self._writer.add_raw(scope, parsed, new_messages, clean_metadata, expiry), skipped
-            )
-        kind = "procedural" if memory_type else "facts"
-        instructions = prompt if prompt is not None else self.config.custom_instructions
-        if async_mode:
-            job = self._jobs.new_job(new_messages, kind, clean_metadata, expiry, instructions)
-            plan = AddPlan(scope=scope, messages=self._writer.embed_messages(new_messages, []),
+            plan = AddPlan(scope=call.scope, messages=self._writer.embed_messages(new_messages, []),
                            memories=[], embedder_sha256=self.embedder.identity.sha256)  # fmt: skip
-            return _reported(self._jobs.enqueue(plan, job), skipped)
+            return call.reported(self._jobs.enqueue(plan, job))
         # extraction's modules: a search or raw add never loads them
         from .extraction import planner
 
         request = planner.AddRequest(
-            scope=scope, messages=new_messages, metadata=clean_metadata, expiration_date=expiry,
-            instructions=instructions, now=utc_now(),
+            scope=call.scope, messages=new_messages, metadata=call.metadata,
+            expiration_date=call.expiration_date, instructions=call.instructions, now=utc_now(),
         )  # fmt: skip
-        self._jobs.wait_for_queued(scope)  # the scope's async adds came first: theirs first
-        plan, results = self._writer.extract(kind, request)
+        self._jobs.wait_for_queued(call.scope)  # the scope's async adds came first: theirs first
+        plan, results = self._writer.extract(call.kind, request)
         self._writer.apply(plan)
-        return _reported({"results": results}, skipped)
+        return call.reported({"results": results})
 
     def _run_job(self, job: JobRecord, claim: JobClaim) -> bool:
         """The worker's call: run a claimed job (ExtractionJobs.run_job)."""
@@ -217,7 +190,7 @@ class Memory:
         *,
         data: str | None = None,
         metadata: dict[str, Any] | None = None,
-        expiration_date: Any = _UNSET,
+        expiration_date: Any = UNSET,
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
@@ -226,31 +199,10 @@ class Memory:
         """Change a memory's text (re-embedded), merge its metadata, or set/clear its expiry.
         `data=` is Mem0's name for the text."""
         reject_unknown_kwargs("update", unknown)
-        if data is not None:
-            if text is not None:
-                raise ValidationError("update() takes the new text as text= or data=, not both")
-            text = data
-        record = self._reader.require(memory_id, user_id, agent_id, run_id)
-        if text is not None:
-            check_text(text, "text")
-        new_metadata = None
-        if metadata is not None:
-            new_metadata = {**record.metadata, **check_metadata(metadata)}
-        expiry = _UNSET
-        if expiration_date is not _UNSET:
-            expiry = None if expiration_date is None else parse_expiration(expiration_date)
-        vector = terms = mentions = None
-        if text is not None:
-            vector = self.embedder.embed(text)
-            terms = self.analyzer.analyze(keyword_text(text)).terms
-            mentions = self.entities.extract(text)
-        with self._lock:
-            updated = self.store.update_memory(
-                record, text=text, text_hash=None if text is None else content_hash(text),
-                vector=vector, terms=terms, entities=mentions, metadata=new_metadata,
-                expiration_date=expiry,
-            )  # fmt: skip
-        return {**updated.to_dict(), "event": "UPDATE"}
+        return self._editor.update(
+            memory_id, text, data=data, metadata=metadata, expiration_date=expiration_date,
+            user_id=user_id, agent_id=agent_id, run_id=run_id,
+        )  # fmt: skip
 
     def delete(
         self,
@@ -264,22 +216,7 @@ class Memory:
         """Delete a memory (a DELETE history row is kept), or a stored message by its id (its
         vector and provenance links go with it; the memories extracted from it stay)."""
         reject_unknown_kwargs("delete", unknown)
-        key = check_memory_id(memory_id)
-        if self.store.get(key) is None:
-            message = self.store.find_message(key)
-            if message is not None and in_scope(message, make_scope(
-                    user_id, agent_id, run_id, required=False)):  # fmt: skip
-                with self._lock:
-                    deleted = self.store.delete_message(key)
-                self.store.erase_freed()
-                if deleted is not None:
-                    text = deleted.to_item()["memory"]
-                    return {"id": key, "kind": "message", "memory": text, "event": "DELETE"}
-        record = self._reader.require(memory_id, user_id, agent_id, run_id)
-        with self._lock:
-            self.store.delete_memory(record)
-        self.store.erase_freed()
-        return {"id": record.id, "memory": record.text, "event": "DELETE"}
+        return self._editor.delete(memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id)
 
     def delete_all(
         self,
@@ -291,24 +228,17 @@ class Memory:
     ) -> dict[str, Any]:
         """Delete every memory matching all the ids given, and those scopes' messages."""
         reject_unknown_kwargs("delete_all", unknown)
-        scope = make_scope(user_id, agent_id, run_id)
-        with self._lock:
-            count = self.store.delete_scope(scope)
-        self.store.erase_freed()
-        return {"deleted": count}
+        return self._editor.delete_all(user_id=user_id, agent_id=agent_id, run_id=run_id)
 
     def reset(self) -> None:
         """Remove everything from the memory file (schema and model pins stay)."""
-        with self._lock:
-            self.store.reset()
-        self.store.erase_freed()
+        self._editor.reset()
 
     def compact(self) -> dict[str, int]:
         """Give the file's free pages back to the file system (after deletes), and leave no
         deleted text in the file or its WAL. Safe to interrupt: the file stays as it was or is
         compacted whole. Returns `{"bytes_before", "bytes_after", "free_bytes_before"}`."""
-        with self._lock:
-            return self.store.compact()
+        return self._editor.compact()
 
     # -- reads (MemoryReader) ----------------------------------------------------------------
 
