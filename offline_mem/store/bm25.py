@@ -13,7 +13,8 @@ take every path.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .db import Database
@@ -63,20 +64,51 @@ def bm25_scores(
     Every returned score is computed by `_exact_scores` from the memory's own postings, so it
     does not depend on which path selected the memory. `also_rowids` lets search score the
     other signals' candidates in the same reads as the top."""
+    condition = (where_sql, list(where_params))
+    return answer_request(
+        SQLITE_READS, db, stats, partition, condition, t,
+        limit=limit, only_rowids=only_rowids, also_rowids=also_rowids,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Bm25Reads:
+    """One store's reads for BM25, each `(db, ..., condition, t)` over its own SQL dialect:
+    which rowids pass the filter, the exact scores of given rows from their postings, every
+    passing row holding a term ranked best first, and the best `limit` plus given rows."""
+
+    passing: Callable[..., set[int]]
+    exact_scores: Callable[..., dict[int, float]]
+    ranked: Callable[..., list[tuple[int, float]]]
+    top: Callable[..., dict[int, float]]
+
+
+def answer_request(
+    reads: Bm25Reads,
+    db: Any,
+    stats: QueryStats,
+    partition: str | None,
+    condition: tuple[str, list[Any]],
+    t: Any,
+    *,
+    limit: int | None,
+    only_rowids: Sequence[int] | None,
+    also_rowids: Sequence[int],
+) -> dict[int, float]:
+    """Which rows a `bm25_scores` call scores, the same on both stores (see `bm25_scores`)."""
     weights = {t: w for t, w in stats.idf.items() if w != 0}
     if not weights or stats.avg_length <= 0:
         return {}
-    condition = (where_sql, list(where_params))
     if only_rowids is not None:
-        passing = _passing(db, only_rowids, condition, t)
-        return _exact_scores(db, stats, weights, partition, sorted(passing), t)
+        passing = reads.passing(db, only_rowids, condition, t)
+        return reads.exact_scores(db, stats, weights, partition, sorted(passing), t)
     if limit is None:
-        rows = _ranked(db, stats, weights, partition, condition, t, limit=None)
-        return _exact_scores(db, stats, weights, partition, [rowid for rowid, _ in rows], t)
-    also = sorted(_passing(db, also_rowids, condition, t))
+        rows = reads.ranked(db, stats, weights, partition, condition, t, limit=None)
+        return reads.exact_scores(db, stats, weights, partition, [r for r, _ in rows], t)
+    also = sorted(reads.passing(db, also_rowids, condition, t))
     if limit <= 0:
-        return _exact_scores(db, stats, weights, partition, also, t)
-    return _top(db, stats, weights, partition, condition, limit, also, t)
+        return reads.exact_scores(db, stats, weights, partition, also, t)
+    return reads.top(db, stats, weights, partition, condition, limit, also, t)
 
 
 def _common_terms(stats: QueryStats, weights: dict[str, float]) -> set[str]:
@@ -277,3 +309,6 @@ def _exact_scores(
         params,
     )
     return postings_scores(rows, weights, stats.avg_length)
+
+
+SQLITE_READS = Bm25Reads(_passing, _exact_scores, _ranked, _top)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..bm25 import K1, B, postings_scores
+from ..bm25 import K1, B, Bm25Reads, answer_request, postings_scores
 from ..keyword_index import IdfFunction, QueryStats, lucene_idf
 from .connection import PgDatabase
 from .keywords import PgKeywordTables
@@ -71,19 +71,10 @@ def bm25_scores(
     """As store/bm25.bm25_scores: the best `limit` rows passing `condition` (over alias m of
     the indexed table) that hold a query term, plus those of `also_rowids`; exactly those of
     `only_rowids`; or all of them."""
-    weights = {term: w for term, w in stats.idf.items() if w != 0}
-    if not weights or stats.avg_length <= 0:
-        return {}
-    if only_rowids is not None:
-        passing = _passing(db, only_rowids, condition, t)
-        return _exact_scores(db, stats, weights, partition, sorted(passing), t)
-    if limit is None:
-        rows = _ranked(db, stats, weights, partition, condition, t, limit=None)
-        return _exact_scores(db, stats, weights, partition, [r for r, _ in rows], t)
-    also = sorted(_passing(db, also_rowids, condition, t))
-    if limit <= 0:
-        return _exact_scores(db, stats, weights, partition, also, t)
-    return _top(db, stats, weights, partition, condition, t, limit, also)
+    return answer_request(
+        PG_READS, db, stats, partition, condition, t,
+        limit=limit, only_rowids=only_rowids, also_rowids=also_rowids,
+    )  # fmt: skip
 
 
 def _top(
@@ -92,9 +83,9 @@ def _top(
     weights: dict[str, float],
     partition: str | None,
     condition: Condition,
-    t: PgKeywordTables,
     limit: int,
     also: Sequence[int],
+    t: PgKeywordTables,
 ) -> dict[int, float]:
     """The best `limit` by exact score (ties by rowid), plus the scores of `also`."""
     # the largest possible score, for the rounding margin (SQL and Python sum in other orders)
@@ -201,3 +192,6 @@ def _exact_scores(
         params,
     )
     return postings_scores(rows, weights, stats.avg_length)
+
+
+PG_READS = Bm25Reads(_passing, _exact_scores, _ranked, _top)
