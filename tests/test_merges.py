@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from store_export import export_lines
 
 from offline_mem.memory import Memory
 from offline_mem.store.integrity import verify_file
 from offline_mem.store.postgres.integrity import verify_database
-from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer
+from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer, changes
 from offline_mem.transfer.importer import import_data
 from offline_mem.transfer.reader import read_export
 
@@ -22,9 +23,12 @@ PORTO = "User lives in Porto."
 LISBON = "User lives in Lisbon."  # differs in one value: never merged
 
 
-def memory(store: dict[str, Any], *script: Any, async_mode: bool = False) -> Memory:
+def memory(
+    store: dict[str, Any], *script: Any, async_mode: bool = False, still_true: Any = None
+) -> Memory:
     return Memory({**store, "async_mode": async_mode}, embedder=FakeEmbedder(),
-                  extractor=FakeExtractor(*script), entities=FakeEntities())  # fmt: skip
+                  extractor=FakeExtractor(*script, still_true=still_true),
+                  entities=FakeEntities())  # fmt: skip
 
 
 def verified(m: Memory) -> bool:
@@ -97,3 +101,40 @@ def test_merges_survive_export_and_import(any_store, tmp_path) -> None:
     (stored,) = target.get_all(filters={"user_id": "lena"})["results"]
     assert [h["event"] for h in target.history(stored["id"])] == ["ADD", "MERGE"]
     assert len(target.store.sources(target.store.get(stored["id"]).rowid)) == 2
+
+
+MOVED = "User lives in Porto now, not in Lisbon."
+
+
+@pytest.mark.parametrize("narrower", [{"agent_id": "tutor"}, {"run_id": "trip"}])
+def test_a_fact_links_only_to_memories_of_exactly_its_scope(any_store, narrower, tmp_path) -> None:
+    """A user's add is shown the memories of the user's agents and runs (as Mem0's is), but it
+    merges into and supersedes only the user's own: a link across scopes would outlive the
+    other scope's delete_all, and `verify` and `import` refuse it."""
+    m = memory(any_store, answer(LISBON), answer(KEEN), answer(AGAIN), answer(MOVED),
+               still_true=changes((LISBON, MOVED)))  # fmt: skip
+    lisbon = m.add("I live in Lisbon.", user_id="lena", **narrower)["results"][0]["id"]
+    keen = m.add("I am keen on counseling.", user_id="lena", **narrower)["results"][0]["id"]
+    said_again = m.add("Counseling, I am keen on it!", user_id="lena")["results"]
+    moved = m.add("I live in Porto now, not in Lisbon.", user_id="lena")["results"]
+    assert [r["event"] for r in said_again] == ["ADD"] and [r["event"] for r in moved] == ["ADD"]
+    assert "supersedes" not in moved[0]
+    shown = m.extractor.calls[3].messages[1]["content"].split("Existing memories:\n")[1]
+    assert f"- {LISBON}" in shown  # the narrower scope's memory was still shown to the model
+    assert m.get(lisbon)["state"] == "active" and m.get(keen)["state"] == "active"
+    assert verified(m)
+    target = Memory({"path": str(tmp_path / "b.db")}, embedder=FakeEmbedder(),
+                    entities=FakeEntities())  # fmt: skip
+    import_data(target, read_export(list(export_lines(m))))
+    assert len(target.get_all(filters={"user_id": "lena"})["results"]) == 4
+
+
+def test_a_fact_still_supersedes_its_own_scope_s_memory_with_other_scopes_around(any_store):
+    m = memory(any_store, answer(LISBON), answer(LISBON), answer(MOVED),
+               still_true=changes((LISBON, MOVED)))  # fmt: skip
+    other = m.add("I live in Lisbon.", user_id="lena", agent_id="tutor")["results"][0]["id"]
+    own = m.add("I live in Lisbon.", user_id="lena")["results"][0]["id"]
+    moved = m.add("I live in Porto now, not in Lisbon.", user_id="lena")["results"]
+    assert moved[0]["supersedes"] == [own]
+    assert m.get(own)["state"] == "superseded" and m.get(other)["state"] == "active"
+    assert verified(m)

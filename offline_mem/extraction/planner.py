@@ -161,10 +161,15 @@ def plan_facts(
         first = first_new_number(prompt)
         facts += read_facts(outputs[-1].data, shown_messages=group, roles=roles, first=first)
     output = _combined(outputs)
-    old = sorted(seen_records.values(), key=lambda r: (r.created_at, r.rowid))
+    seen = sorted(seen_records.values(), key=lambda r: (r.created_at, r.rowid))
+    # The prompt shows the memories a read of these ids would return (a user's includes those
+    # of the user's agents and runs, as Mem0's add shows them), but a fact merges into or
+    # supersedes only a memory of exactly this scope: a link across scopes would survive the
+    # other scope's delete_all and break the rule `verify` and `import` hold the file to.
+    old = [r for r in seen if same_scope(r, request.scope)]
     checks = CheckContext(
         messages=messages, shown=shown, groups=groups,
-        seen=[r.text for r in old] + [m.content for m in recent],
+        seen=[r.text for r in seen] + [m.content for m in recent],
         stored=request.messages, now=request.now,
         people_in=lambda texts: _names_in(models.entities, texts), lexicon=models.lexicon,
     )  # fmt: skip
@@ -186,6 +191,13 @@ def plan_facts(
     )  # fmt: skip
     plan = replace(plan, memories=list(admission.memories), merges=list(admission.merges))
     return plan, admission.results, output
+
+
+def same_scope(record: MemoryRecord, scope: Scope) -> bool:
+    """Whether the memory's ids are exactly the scope's (None where the scope has none)."""
+    return (record.user_id, record.agent_id, record.run_id) == (
+        scope.user_id, scope.agent_id, scope.run_id
+    )  # fmt: skip
 
 
 def extraction_groups(messages: Sequence[NewMessage], shown: Sequence[int]) -> list[list[int]]:
