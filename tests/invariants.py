@@ -11,7 +11,10 @@
 - an entity link never crosses scopes.
 
 `pg_violations(db)` checks a PostgreSQL database's counterparts (keyword statistics, history,
-provenance, entities); `store_violations(memory)` picks the check of the memory's store.
+provenance, entities); `db_violations(db)` adds the library's own `verify` to the check of the
+database's store, and `store_violations(memory)` picks the check of the memory's store. A
+location (`open_db`, `schema_committed`, `check_path`) is a memory file's path or a PostgreSQL
+database's URL.
 
 `logical_state(db)` is what a user can observe (memories, history events, messages), for
 comparing a file with a model of the operations acknowledged to have happened.
@@ -25,20 +28,30 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from offline_mem.config import is_postgres_url
 from offline_mem.store.db import Database
+from offline_mem.store.integrity import verify_file
+from offline_mem.store.postgres.connection import PgDatabase
+from offline_mem.store.postgres.integrity import verify_database
 from offline_mem.values import Scope
 
 
-def open_db(path: str) -> Database:
-    return Database(str(path), busy_timeout_ms=30_000)
+def open_db(location: str) -> Any:
+    """The memory file at a path (a `Database`), or the PostgreSQL database at a URL."""
+    if is_postgres_url(str(location)):
+        return PgDatabase(str(location))
+    return Database(str(location), busy_timeout_ms=30_000)
 
 
-def schema_committed(path: str) -> bool:
-    """Whether the file holds a committed schema. A process killed during its first open leaves
-    a file that exists (SQLite creates it at once) but whose migration never committed: to the
-    library that is an empty store, and the checks here must not read it as a broken one."""
-    db = open_db(path)
+def schema_committed(location: str) -> bool:
+    """Whether the store holds a committed schema. A process killed during its first open leaves
+    a file that exists (SQLite creates it at once), or a database, whose migration never
+    committed: to the library that is an empty store, and the checks here must not read it as
+    a broken one."""
+    db = open_db(location)
     try:
+        if isinstance(db, PgDatabase):
+            return bool(db.query_one("SELECT to_regclass('memories') IS NOT NULL")[0])
         tables = {row[0] for row in db.query("SELECT name FROM sqlite_master WHERE type='table'")}
     finally:
         db.close()
@@ -307,10 +320,10 @@ def _job_violations(db: Database, expect_none: Any) -> None:
     )
 
 
-def check_path(path: str) -> list[str]:
-    db = open_db(path)
+def check_path(location: str) -> list[str]:
+    db = open_db(location)
     try:
-        return violations(db)
+        return db_violations(db)
     finally:
         db.close()
 
@@ -604,8 +617,9 @@ PG_INVARIANTS = {
     "(SELECT 1 FROM history h WHERE h.memory_id = m.id AND h.event = 'ADD')",
     "indexed message without its keyword row": "SELECT id FROM messages g WHERE g.embedding IS "
     "NOT NULL AND NOT EXISTS (SELECT 1 FROM message_keyword_docs d WHERE d.message_seq = g.seq)",
+    # a message of whitespace only is empty too (store/messages.py `is_indexed_message`)
     "unindexed message other than a system or empty one": "SELECT id FROM messages WHERE "
-    "embedding IS NULL AND role <> 'system' AND content <> ''",
+    "embedding IS NULL AND role <> 'system' AND content ~ '\\S'",
     "document frequency off": "SELECT t.term FROM keyword_terms t WHERE t.df <> (SELECT count(*) "
     "FROM keyword_postings p WHERE p.partition = t.partition AND p.term = t.term)",
     "partition totals off": "SELECT p.partition FROM keyword_partitions p WHERE (p.docs, "
@@ -637,3 +651,13 @@ def store_violations(memory: Any) -> list[str]:
     if isinstance(memory.store.db, Database):
         return violations(memory.store.db)
     return pg_violations(memory.store.db)
+
+
+def db_violations(db: Any) -> list[str]:
+    """The broken invariants of an open memory file or PostgreSQL database, and the problems
+    the library's own `verify` finds in it (with no embedder: its pin is checked for presence)."""
+    if isinstance(db, Database):
+        found, report = violations(db), verify_file(db, embedder=None)
+    else:
+        found, report = pg_violations(db), verify_database(db, embedder=None)
+    return found + [f"verify {p.check}: {p.detail}" for p in report.problems]

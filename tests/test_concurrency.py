@@ -1,15 +1,19 @@
-"""Several processes share one memory file: 4 writers x N mixed operations at once.
+"""Several processes share one store: 4 writers x N mixed operations at once, on a SQLite memory
+file and on a PostgreSQL database (`store_kind`).
 
 Each writer (tests/writer_process.py) works in its own scopes and also adds to one shared
-scope; all of them start together on a fresh file (so they race to create the schema too).
-No error may reach a caller (BEGIN IMMEDIATE + the busy timeout make writers wait, never fail),
-no acknowledged write may be lost, and the file must pass every invariant at the end.
+scope; all of them start together on a fresh store (so they race to create the schema too).
+No error may reach a caller (on the file BEGIN IMMEDIATE + the busy timeout make writers wait,
+never fail; on the server row locks taken in one order), no acknowledged write may be lost, and
+the store must pass every invariant and the library's `verify` at the end.
 
 A share of the extraction adds are queued (async_mode=True) in each writer's async scope, and
-every writer's worker competes for every job on the file: each job must be claimed once and
+every writer's worker competes for every job in the store: each job must be claimed once and
 completed once, by whichever process, and its memories applied in queue order must match.
 
-OFFLINE_MEM_CONCURRENCY_OPS picks the operations per writer (default 250).
+OFFLINE_MEM_CONCURRENCY_OPS picks the operations per writer on a file (default 250),
+OFFLINE_MEM_PG_CONCURRENCY_OPS on PostgreSQL (default 100: each operation is a few round
+trips to the server, about twice the file's time on a loaded 2-core machine).
 """
 
 from __future__ import annotations
@@ -19,24 +23,31 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-from invariants import JobBook, LogicalState, apply_logged, logical_state, open_db, violations
+from invariants import JobBook, LogicalState, apply_logged, db_violations, logical_state, open_db
+from postgres_fixtures import store_location
 
 WRITER = Path(__file__).with_name("writer_process.py")
 WRITERS = 4
-OPS = int(os.environ.get("OFFLINE_MEM_CONCURRENCY_OPS", "250"))
+OPS = {
+    "sqlite": int(os.environ.get("OFFLINE_MEM_CONCURRENCY_OPS", "250")),
+    "postgresql": int(os.environ.get("OFFLINE_MEM_PG_CONCURRENCY_OPS", "100")),
+}
 SEED = 7
 ASYNC_SHARE = "0.3"
 
 
-def test_four_writers_lose_nothing_and_see_no_error(tmp_path: Path) -> None:
-    db = tmp_path / "shared.db"
+def test_four_writers_lose_nothing_and_see_no_error(
+    tmp_path: Path, store_kind: str, store_config: dict[str, Any]
+) -> None:
+    db, ops = store_location(store_config), OPS[store_kind]
     logs = [tmp_path / f"writer{k}.log" for k in range(WRITERS)]
     writers = []
     for k, log in enumerate(logs):
         with log.open("w") as out:
-            command = [sys.executable, str(WRITER), str(db), "--seed", str(SEED),
-                       "--proc", str(k), "--count", str(OPS), "--shared",
+            command = [sys.executable, str(WRITER), db, "--seed", str(SEED),
+                       "--proc", str(k), "--count", str(ops), "--shared",
                        "--async-share", ASYNC_SHARE]  # fmt: skip
             writers.append(subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT))
     for writer in writers:
@@ -44,7 +55,7 @@ def test_four_writers_lose_nothing_and_see_no_error(tmp_path: Path) -> None:
     # the jobs the writers left queued when they closed: run by one more process
     drain = tmp_path / "drain.log"
     with drain.open("w") as out:
-        command = [sys.executable, str(WRITER), str(db), "--seed", str(SEED), "--drain"]
+        command = [sys.executable, str(WRITER), db, "--seed", str(SEED), "--drain"]
         assert subprocess.run(command, stdout=out, stderr=subprocess.STDOUT).returncode == 0
 
     model, book = LogicalState(), JobBook()
@@ -57,7 +68,7 @@ def test_four_writers_lose_nothing_and_see_no_error(tmp_path: Path) -> None:
         assert writer.returncode == 0 and not errors, f"writer {k}: {errors or text[-3000:]}"
         intents = {line["i"]: line for line in lines if line["t"] == "intent"}
         acks = [line for line in lines if line["t"] == "ack"]
-        assert [a["i"] for a in acks] == list(range(OPS)), f"writer {k} skipped operations"
+        assert [a["i"] for a in acks] == list(range(ops)), f"writer {k} skipped operations"
         for ack in acks:
             apply_logged(model, book, intents[ack["i"]], ack["result"])
         acknowledged += len(acks)
@@ -71,9 +82,9 @@ def test_four_writers_lose_nothing_and_see_no_error(tmp_path: Path) -> None:
                 completed[line["event_id"]] = line["result"]
             assert line["t"] != "job_lost", f"a claim was lost: {line}"
 
-    connection = open_db(str(db))
+    connection = open_db(db)
     try:
-        assert violations(connection) == []
+        assert db_violations(connection) == []
         state = logical_state(connection)
         jobs = connection.query("SELECT id, state, claims FROM jobs ORDER BY seq")
         # No kill, no expired lease: every job was claimed once, by one process, and done.
@@ -87,5 +98,5 @@ def test_four_writers_lose_nothing_and_see_no_error(tmp_path: Path) -> None:
     assert model.differences(state) == []
     assert len(jobs) > WRITERS
     shared = [v for v in state.memories.values() if v["user_id"] == "shared"]
-    assert acknowledged == WRITERS * OPS
+    assert acknowledged == WRITERS * ops
     assert {v["metadata"]["proc"] for v in shared} == set(range(WRITERS))

@@ -1,14 +1,17 @@
-"""Crash consistency: SIGKILL a writer at random moments, then check the file.
+"""Crash consistency: SIGKILL a writer at random moments, then check the store.
 
-A writer subprocess (tests/writer_process.py: raw and inferred adds, updates, deletes,
-delete_all, searches) prints each operation before the call and acknowledges it after. The test
-kills it at a random moment, then checks that
-- the file passes every structural invariant (tests/invariants.py);
-- every acknowledged operation is visible: the file's memories, history and messages equal the
+Each test runs on a SQLite memory file and on a PostgreSQL database (`store_kind`). A writer
+subprocess (tests/writer_process.py: raw and inferred adds, updates, deletes, delete_all,
+searches) prints each operation before the call and acknowledges it after. The test kills it at
+a random moment, waits (on PostgreSQL) until the server has ended the dead writer's sessions,
+then checks that
+- the store passes every structural invariant and the library's `verify` (tests/invariants.py
+  `db_violations`);
+- every acknowledged operation is visible: the store's memories, history and messages equal the
   model built from the acknowledgements;
-- the one operation in flight (announced, not acknowledged) is wholly in the file or wholly
+- the one operation in flight (announced, not acknowledged) is wholly in the store or wholly
   absent: never half-visible;
-and restarts the writer on the same file, continuing the seeded sequence.
+and restarts the writer on the same store, continuing the seeded sequence.
 
 With extraction jobs (`add(..., async_mode=True)`; the writer logs each job's run between a
 job_intent and a job_done line), each check also holds the file's queue to the model: every
@@ -16,9 +19,11 @@ acknowledged job is still queued or running, or done (its memories in the file),
 its scope; none is completed twice; a job committing when the writer died is wholly done or not
 at all. After the last kill a writer drains the queue: every job must end done, exactly once.
 
-OFFLINE_MEM_CRASH_KILLS picks the number of kills (default 40, the CI size; the long variant is
-200 or more), OFFLINE_MEM_ASYNC_CRASH_KILLS those of the async test (default 25;
-benchmarks/async_crash.py runs 100+) and OFFLINE_MEM_CRASH_SEED the seed.
+OFFLINE_MEM_CRASH_KILLS picks the number of kills on a file (default 40, the CI size; the long
+variant is 200 or more), OFFLINE_MEM_ASYNC_CRASH_KILLS those of the async test (default 25;
+benchmarks/async_crash.py runs 100+), OFFLINE_MEM_PG_CRASH_KILLS those of each test on
+PostgreSQL (default 10: a writer's start and each check cost more there) and
+OFFLINE_MEM_CRASH_SEED the seed.
 """
 
 from __future__ import annotations
@@ -43,15 +48,22 @@ from invariants import (
     apply_logged,
     apply_operation,
     check_path,
+    db_violations,
     logical_state,
     open_db,
     schema_committed,
-    violations,
 )
+from postgres_fixtures import store_location
+
+from offline_mem.config import is_postgres_url
 
 WRITER = Path(__file__).with_name("writer_process.py")
-KILLS = int(os.environ.get("OFFLINE_MEM_CRASH_KILLS", "40"))
-ASYNC_KILLS = int(os.environ.get("OFFLINE_MEM_ASYNC_CRASH_KILLS", "25"))
+PG_KILLS = int(os.environ.get("OFFLINE_MEM_PG_CRASH_KILLS", "10"))
+KILLS = {"sqlite": int(os.environ.get("OFFLINE_MEM_CRASH_KILLS", "40")), "postgresql": PG_KILLS}
+ASYNC_KILLS = {
+    "sqlite": int(os.environ.get("OFFLINE_MEM_ASYNC_CRASH_KILLS", "25")),
+    "postgresql": PG_KILLS,
+}
 SEED = int(os.environ.get("OFFLINE_MEM_CRASH_SEED", "20240611"))
 
 
@@ -99,10 +111,10 @@ def resolve_in_flight(
     return applied, True, [f"op {op['i']} ({op['op']}) half-visible: {d}" for d in diffs]
 
 
-def assert_opens_as_empty_store(db: Path) -> None:
-    """The library opens a file whose schema never committed, migrates it and works on it.
+def assert_opens_as_empty_store(location: str) -> None:
+    """The library opens a store whose schema never committed, migrates it and works on it.
     Done in a subprocess with the writer's own configuration (fake models), so this process
-    never holds the file open while the next writer runs."""
+    never holds the store open while the next writer runs."""
     check = (
         "import sys; from writer_process import make_memory\n"
         "m = make_memory(sys.argv[1])\n"
@@ -111,13 +123,38 @@ def assert_opens_as_empty_store(db: Path) -> None:
         "m.close()\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", check, str(db)],
+        [sys.executable, "-c", check, location],
         cwd=WRITER.parent,
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert done.returncode == 0, f"the library could not open a schema-less file: {done.stderr}"
+    assert done.returncode == 0, f"the library could not open a schema-less store: {done.stderr}"
+
+
+def store_created(location: str) -> bool:
+    """Whether a killed writer left anything: a file (SQLite creates it at once), or a database
+    (which the test made before the first writer)."""
+    return is_postgres_url(location) or Path(location).exists()
+
+
+def wait_for_dead_sessions(location: str, timeout: float = 30) -> None:
+    """On PostgreSQL, until the server has ended the killed writer's sessions: a transaction
+    of it is rolled back (or, its COMMIT already sent, committed) only then, and the checks
+    must see the store as the next writer will."""
+    if not is_postgres_url(location):
+        return
+    deadline = time.monotonic() + timeout
+    db = open_db(location)
+    try:
+        while db.query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        )[0]:
+            assert time.monotonic() < deadline, "the killed writer's sessions did not end"
+            time.sleep(0.01)
+    finally:
+        db.close()
 
 
 def wait_until_ready(writer: subprocess.Popen[bytes], log: Path, timeout: float = 120) -> None:
@@ -129,7 +166,7 @@ def wait_until_ready(writer: subprocess.Popen[bytes], log: Path, timeout: float 
 
 
 def run_until_killed(
-    db: Path,
+    location: str,
     log: Path,
     start: int,
     delay: float,
@@ -142,7 +179,7 @@ def run_until_killed(
     """Start a writer and kill it `delay` seconds after it started or, with `after_ready`,
     after it opened the file: on a loaded machine start-up alone can outlast the delay, and the
     kills would then never reach the operations."""
-    command = [sys.executable, str(WRITER), str(db), "--seed", str(seed), "--start", str(start)]
+    command = [sys.executable, str(WRITER), location, "--seed", str(seed), "--start", str(start)]
     with log.open("w") as out:
         writer = subprocess.Popen(
             [*command, "--stall-ms", str(stall_ms), *extra],
@@ -154,19 +191,21 @@ def run_until_killed(
     time.sleep(delay)
     writer.send_signal(signal.SIGKILL)
     writer.wait()
+    wait_for_dead_sessions(location)
     return writer
 
 
 class CrashRun:
-    """Kills writers on one file and checks it after each kill (see the module docstring).
+    """Kills writers on one store and checks it after each kill (see the module docstring).
     With `async_share` the writers also queue extraction jobs, and each check also holds the
     queue to the model: no acknowledged job lost, none completed twice."""
 
     def __init__(
-        self, tmp_path: Path, *, seed: int = SEED, async_share: float = 0.0, extract_ms: float = 0
-    ) -> None:
+        self, tmp_path: Path, location: str, *, seed: int = SEED, async_share: float = 0.0,
+        extract_ms: float = 0,
+    ) -> None:  # fmt: skip
         self.tmp_path = tmp_path
-        self.db = tmp_path / "memory.db"
+        self.location = location
         self.seed = seed
         self.rng = random.Random(seed)
         self.extra = ["--async-share", str(async_share), "--extract-ms", str(extract_ms)]
@@ -185,7 +224,7 @@ class CrashRun:
         # inside a transaction rather than in the fsync after its last write.
         stall_ms = rng.choice([0.0, 2.0])
         writer = run_until_killed(
-            self.db, log, self.next_op, delay, stall_ms, after_ready=not during_start,
+            self.location, log, self.next_op, delay, stall_ms, after_ready=not during_start,
             seed=self.seed, extra=self.extra,
         )  # fmt: skip
         lines = read_lines(log)
@@ -196,13 +235,14 @@ class CrashRun:
         )
         self.stats["kills"] += 1
         in_flight, job_in_flight = self.replay(lines)
-        if not self.db.exists() or not schema_committed(str(self.db)):
+        created = store_created(self.location)
+        if not created or not schema_committed(self.location):
             # Killed before the first open committed its schema: nothing can have been
-            # acknowledged, and the library must open the file as an empty store.
+            # acknowledged, and the library must open the store as an empty one.
             assert not lines or all(line["t"] == "ready" for line in lines)
             assert not self.model.memories and not self.model.messages
-            if self.db.exists():
-                assert_opens_as_empty_store(self.db)
+            if created:
+                assert_opens_as_empty_store(self.location)
                 self.stats["killed before the schema committed"] += 1
             return
         self.check(kill, in_flight, job_in_flight)
@@ -231,9 +271,9 @@ class CrashRun:
         return in_flight, job_in_flight
 
     def check(self, kill: int, in_flight: Any, job_in_flight: Any) -> None:
-        connection = open_db(str(self.db))
+        connection = open_db(self.location)
         try:
-            found = [f"kill {kill}: {v}" for v in violations(connection)]
+            found = [f"kill {kill}: {v}" for v in db_violations(connection)]
             state = logical_state(connection)
             jobs = dict(connection.query("SELECT id, state FROM jobs"))
             done = {
@@ -253,6 +293,7 @@ class CrashRun:
             self.model, applied, half = resolve_in_flight(self.model, state, in_flight)
             found += [f"kill {kill}: {h}" for h in half]
             self.stats["killed in flight"] += 1
+            self.stats[f"killed in flight: {in_flight['op']}"] += 1
             self.stats["in flight, applied" if applied else "in flight, absent"] += 1
             if applied and in_flight["op"] == "add_async":
                 (event_id,) = set(jobs) - set(self.book.states)
@@ -261,7 +302,7 @@ class CrashRun:
                 self.book.delete_scope(in_flight["scope"])
             self.next_op = in_flight["i"] + 1
         found += [f"kill {kill}: lost or changed: {d}" for d in self.model.differences(state)]
-        connection = open_db(str(self.db))
+        connection = open_db(self.location)
         try:
             found += [f"kill {kill}: {d}" for d in self.book.differences(connection)]
         finally:
@@ -271,7 +312,7 @@ class CrashRun:
     def drain(self) -> None:
         """Run the jobs left queued by the last kill to completion, in a last writer."""
         log = self.tmp_path / "drain.log"
-        command = [sys.executable, str(WRITER), str(self.db), "--seed", str(self.seed),
+        command = [sys.executable, str(WRITER), self.location, "--seed", str(self.seed),
                    "--drain", *self.extra]  # fmt: skip
         with log.open("w") as out:
             done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=600)
@@ -283,16 +324,19 @@ class CrashRun:
 
 
 def crash_run(
-    tmp_path: Path, kills: int, *, seed: int = SEED, async_share: float = 0.0,
-    extract_ms: float = 0.0, covered: Callable[[Counter[str]], bool] | None = None,
+    tmp_path: Path, kills: int, *, location: str | None = None, seed: int = SEED,
+    async_share: float = 0.0, extract_ms: float = 0.0,
+    covered: Callable[[Counter[str]], bool] | None = None,
 ) -> Counter[str]:  # fmt: skip
-    """`kills` SIGKILLs of writers on one file, each followed by the checks; with async adds,
-    a last writer then runs the jobs left queued and every acknowledged job must be done once.
+    """`kills` SIGKILLs of writers on one store (the file or database at `location`, by default
+    a new file in `tmp_path`), each followed by the checks; with async adds, a last writer then
+    runs the jobs left queued and every acknowledged job must be done once.
 
     How much a writer does before its kill depends on the machine's speed (a loaded 2-core CI
     runner acknowledges fewer operations per kill), so with `covered` the run goes on killing,
     up to three times `kills`, until `covered(stats)` holds: the test then asserts it held."""
-    run = CrashRun(tmp_path, seed=seed, async_share=async_share, extract_ms=extract_ms)
+    location = location or str(tmp_path / "memory.db")
+    run = CrashRun(tmp_path, location, seed=seed, async_share=async_share, extract_ms=extract_ms)
     for kill in range(kills):
         run.kill_once(kill)
     kill = kills
@@ -310,31 +354,39 @@ def crash_run(
         run.stats["jobs completed twice"] = sum(n > 1 for n in run.book.completions.values())
     run.stats["memories at the end"] = len(run.model.memories)
     run.stats["operations checked"] = run.next_op
-    assert check_path(str(run.db)) == []
+    assert check_path(location) == []
     return run.stats
 
 
 @pytest.mark.slow
-def test_sigkill_at_random_moments_loses_nothing_acknowledged(tmp_path: Path) -> None:
-    stats = crash_run(tmp_path, KILLS, covered=sync_run_covered)
+def test_sigkill_at_random_moments_loses_nothing_acknowledged(
+    tmp_path: Path, store_kind: str, store_config: dict[str, Any]
+) -> None:
+    kills, covered = KILLS[store_kind], sync_run_covered(KILLS[store_kind])
+    stats = crash_run(tmp_path, kills, location=store_location(store_config), covered=covered)
     print("crash stats:", dict(stats))
-    assert stats["kills"] >= KILLS and sync_run_covered(stats)
+    assert stats["kills"] >= kills and covered(stats)
 
 
-def sync_run_covered(stats: Counter[str]) -> bool:
+def sync_run_covered(kills: int) -> Callable[[Counter[str]], bool]:
     """More operations acknowledged than the planned kills, and some kills inside one."""
-    return stats["acknowledged"] > KILLS and stats["killed in flight"] > 0
+    return lambda stats: stats["acknowledged"] > kills and stats["killed in flight"] > 0
 
 
 @pytest.mark.slow
-def test_sigkill_with_extraction_jobs_queued_and_running_loses_none(tmp_path: Path) -> None:
-    """Most extraction adds are queued (async_mode=True) and each job takes 150 ms of "model
-    time", so kills find jobs queued, running and committing; the next writer resumes them."""
+def test_sigkill_with_extraction_jobs_queued_and_running_loses_none(
+    tmp_path: Path, store_kind: str, store_config: dict[str, Any]
+) -> None:
+    """Most extraction adds are queued (async_mode=True), the rest inferred at once, and each
+    job takes 150 ms of "model time", so kills find jobs queued, running and committing; the
+    next writer resumes them."""
+    kills, covered = ASYNC_KILLS[store_kind], async_run_covered(ASYNC_KILLS[store_kind])
     stats = crash_run(
-        tmp_path, ASYNC_KILLS, async_share=0.7, extract_ms=150, covered=async_run_covered
-    )
+        tmp_path, kills, location=store_location(store_config), async_share=0.7,
+        extract_ms=150, covered=covered,
+    )  # fmt: skip
     print("async crash stats:", dict(stats))
-    assert stats["kills"] >= ASYNC_KILLS and async_run_covered(stats)
+    assert stats["kills"] >= kills and covered(stats)
     assert (
         stats["jobs done at the end"] + stats["jobs deleted with their scope"]
         == (stats["jobs acknowledged"])
@@ -342,40 +394,53 @@ def test_sigkill_with_extraction_jobs_queued_and_running_loses_none(tmp_path: Pa
     assert stats["jobs completed twice"] == 0 and stats["jobs done at the end"] > 0
 
 
-def async_run_covered(stats: Counter[str]) -> bool:
+def async_run_covered(kills: int) -> Callable[[Counter[str]], bool]:
     """More async adds acknowledged than the planned kills, and kills that found jobs queued
     and running."""
-    return (
-        stats["ack add_async"] > ASYNC_KILLS
+    return lambda stats: (
+        stats["ack add_async"] > kills
         and stats["jobs queued at a kill"] > 0
         and stats["jobs running at a kill"] > 0
     )
 
 
-def test_a_file_killed_during_its_first_migration_opens_as_an_empty_store(tmp_path: Path) -> None:
+# A process that dies inside the first migration's transaction, on each store
+DYING_IN_MIGRATION = (
+    "import sys, time\n"
+    "from offline_mem.store.{db_module} import {db_class} as Database\n"
+    "from offline_mem.store.{migrations} import MigrationContext, migrate\n"
+    "db = Database(sys.argv[1])\n"
+    "with db.atomic():\n"
+    "    migrate(db, MigrationContext(dimension=8))\n"
+    "    print('migrated, not committed', flush=True)\n"
+    "    time.sleep(60)\n"
+)
+STORE_MODULES = {
+    "sqlite": {"db_module": "db", "db_class": "Database", "migrations": "migrations"},
+    "postgresql": {"db_module": "postgres.connection", "db_class": "PgDatabase",
+                   "migrations": "postgres.migrations"},
+}  # fmt: skip
+
+
+def test_a_store_killed_during_its_first_migration_opens_as_an_empty_store(
+    store_kind: str, store_config: dict[str, Any]
+) -> None:
     """The window the random kills hit only sometimes, made certain: a process dies inside the
-    first migration's transaction, leaving a file on disk with no committed schema."""
-    db = tmp_path / "memory.db"
-    dying = (
-        "import sys, time\n"
-        "from offline_mem.store.db import Database\n"
-        "from offline_mem.store.migrations import MigrationContext, migrate\n"
-        "db = Database(sys.argv[1])\n"
-        "with db.atomic():\n"
-        "    migrate(db, MigrationContext(dimension=8))\n"
-        "    print('migrated, not committed', flush=True)\n"
-        "    time.sleep(60)\n"
-    )
+    first migration's transaction, leaving a file on disk (or a database) with no committed
+    schema."""
+    location = store_location(store_config)
+    dying = DYING_IN_MIGRATION.format(**STORE_MODULES[store_kind])
     process = subprocess.Popen(
-        [sys.executable, "-c", dying, str(db)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", dying, location], stdout=subprocess.PIPE, text=True
     )
     assert process.stdout is not None
     assert process.stdout.readline().strip() == "migrated, not committed"
     process.send_signal(signal.SIGKILL)
     process.wait()
-    assert db.exists() and not schema_committed(str(db))
-    assert_opens_as_empty_store(db)
-    assert schema_committed(str(db)) and check_path(str(db)) == []
+    wait_for_dead_sessions(location)
+    assert store_created(location) and not schema_committed(location)
+    assert_opens_as_empty_store(location)
+    assert schema_committed(location) and check_path(location) == []
 
 
 def test_an_in_flight_raw_add_read_back_keeps_each_memory_s_role() -> None:

@@ -1,11 +1,12 @@
-"""A writer for the crash and concurrency tests: a seeded mix of operations on one memory file.
+"""A writer for the crash and concurrency tests: a seeded mix of operations on one store.
 
     python tests/writer_process.py DB --seed S [--proc K --start N --count C --shared --stall-ms M
                                                --async-share P --extract-ms E --drain]
 
-Operation i is drawn from random.Random(f"{S}:{K}:{i}") and the file's current contents (targets
-of update/delete are chosen among the memories the public API lists), so a writer restarted at
-operation N continues the same sequence. For each operation it prints, flushed, one JSON line
+DB is a memory file's path or a PostgreSQL database's postgresql:// URL. Operation i is drawn
+from random.Random(f"{S}:{K}:{i}") and the store's current contents (targets of update/delete
+are chosen among the memories the public API lists), so a writer restarted at operation N
+continues the same sequence. For each operation it prints, flushed, one JSON line
 {"t": "intent", ...} with everything needed to recognise the operation's effects BEFORE the call,
 and {"t": "ack", "i": i, "result": ...} AFTER the call returned. Any exception is fatal: it prints
 {"t": "error", ...} and exits 1. Every text carries the token "op<K>x<i>", unique per operation.
@@ -39,6 +40,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from offline_mem import Memory
+from offline_mem.config import is_postgres_url
 from offline_mem.pinned.extractor import ExtractionOutput, Prompt
 from offline_mem.pinned.nlp import Analysis, TextAnalyzer
 from offline_mem.store.jobs import JobClaim, JobRecord
@@ -146,10 +148,11 @@ class LoggedMemory(Memory):
         return done
 
 
-def make_memory(path: str, *, extract_ms: float = 0.0) -> Memory:
-    """A Memory with the default configuration (30 s busy timeout) and fake models."""
+def make_memory(location: str, *, extract_ms: float = 0.0) -> Memory:
+    """A Memory on the file or database at `location`, with the default configuration (30 s
+    busy timeout) and fake models."""
     memory = LoggedMemory(
-        {"path": path},
+        {"store": location} if is_postgres_url(location) else {"path": location},
         embedder=FakeEmbedder(),
         extractor=TokenFactsExtractor(),
         entities=FakeEntities(),
