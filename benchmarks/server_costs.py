@@ -251,6 +251,12 @@ def timed(call: Callable[[], Any]) -> float:
     return time.perf_counter() - started
 
 
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process, all its threads (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rest_search(api: httpx.Client, query: str) -> None:
     api.post("/search", json={"query": query, "user_id": "bench"}).raise_for_status()
 
@@ -303,6 +309,7 @@ def latency_parts(work: Path, searches: int, concurrent: int) -> dict[str, Any]:
                 with lock:
                     times.append(took)
 
+    server_cpu, client_cpu = process_cpu_s(server.process.pid), time.process_time()
     started = time.perf_counter()
     threads = [threading.Thread(target=client, args=(n,)) for n in range(concurrent)]
     for thread in threads:
@@ -310,12 +317,18 @@ def latency_parts(work: Path, searches: int, concurrent: int) -> dict[str, Any]:
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - started
+    server_cpu = process_cpu_s(server.process.pid) - server_cpu
+    client_cpu = time.process_time() - client_cpu
     out["concurrent_search"] = {
         "clients": concurrent,
         "searches_each": searches,
         **ms(times),
         "errors": len(errors),
         "searches_per_s": round(len(times) / elapsed, 1),
+        # where the two cores went: the server's CPU per search, and the 16 clients' (httpx,
+        # in this process); their sum bounds the throughput at cores / sum
+        "server_cpu_ms_per_search": round(1000 * server_cpu / max(1, len(times)), 2),
+        "client_cpu_ms_per_search": round(1000 * client_cpu / max(1, len(times)), 2),
     }
 
     accepted: list[float] = []
