@@ -155,7 +155,7 @@ class VectorCache:
 
     def top(self, partition: str, query: np.ndarray, fetch: int) -> list[tuple[int, float]] | None:
         """The `fetch` rows of the partition most similar to the query, best first, or None when
-        the partition is not held (the caller asks vec0)."""
+        the partition is not held (the caller scans the rows in SQL)."""
         with self._lock:
             part = self._usable(partition)
             if part is None:
@@ -210,7 +210,7 @@ class VectorCache:
 
     def _usable(self, partition: str) -> _Partition | None:
         # Inside a write transaction the connection sees its own uncommitted rows, which a
-        # rollback may take back: the cache must not learn them, so vec0 answers instead.
+        # rollback may take back: the cache must not learn them, so the SQL scan answers instead.
         if self.db.in_write or self.budget_bytes <= 0:
             return None
         newest, oldest = self._log_bounds()
@@ -224,7 +224,7 @@ class VectorCache:
                 return part
         if partition in self._too_large:
             return None
-        if self._count(partition) < self.min_rows:  # counted from chunk bitmaps: cheap
+        if self._count(partition) < self.min_rows:  # on the owner's user_id index: cheap
             return None
         loaded = self._load(partition, newest)
         if loaded.nbytes > self.budget_bytes:
