@@ -4,14 +4,21 @@ database (fake models through tests/cli_helpers.py)."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_helpers import Cli, install
+from fake_memory import fake_memory
 from postgres_server import PostgresServer
 from test_cli_admin import populate
+
+from offline_mem.store.postgres import keywords as pg_keywords
+from offline_mem.transfer.importer import import_data
+from offline_mem.transfer.postgres import export_lines
+from offline_mem.transfer.reader import read_export
 
 pytestmark = pytest.mark.postgres
 
@@ -84,3 +91,31 @@ def test_the_cli_on_a_database(cli: Cli, postgres_url: str, tmp_path: Path) -> N
     assert cli.run("backup", str(tmp_path / "b.db"), db=db).exit_code == 1
     bad = cli.run("export", db="postgresql://nobody@/nodb?host=/nonexistent&port=1")
     assert bad.exit_code == 1 and "cannot connect" in bad.stderr
+
+
+KEYWORD_TABLES = [f"{prefix}keyword_{table}" for prefix in ("", "message_")
+                  for table in ("docs", "postings", "terms", "partitions")]  # fmt: skip
+
+
+def keyword_rows(memory: Any) -> dict[str, list[Any]]:
+    db = memory.store.db
+    return {table: db.query(f"SELECT * FROM {table} ORDER BY 1, 2, 3") for table in KEYWORD_TABLES}
+
+
+def test_an_import_writes_the_keyword_rows_that_the_adds_write(
+    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an import indexes all its rows at once (keywords.index_many), in several statements here
+    monkeypatch.setattr(pg_keywords, "_ROWS_PER_STATEMENT", 3)
+    with fake_memory({"store": postgres_server.create_database("keywords_by_adds")}) as source:
+        source.add([{"role": "user", "content": "tea with milk, tea at noon"},
+                    {"role": "user", "content": "Green tea and figs"}],
+                   user_id="u1", infer=False)  # fmt: skip
+        source.add("figs again", user_id="u2", infer=False)
+        source.add("an agent's note about tea", agent_id="a1", infer=False)  # no user
+        dump = "".join(line + "\n" for line in export_lines(source.store.db, vectors=True))
+        expected = keyword_rows(source)
+    assert len(expected["keyword_postings"]) > 3 and len(expected["keyword_partitions"]) == 3
+    with fake_memory({"store": postgres_server.create_database("keywords_by_import")}) as target:
+        import_data(target, read_export(io.StringIO(dump)))
+        assert keyword_rows(target) == expected

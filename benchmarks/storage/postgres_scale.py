@@ -201,10 +201,16 @@ def worker(config: str, go: str) -> None:
         print(json.dumps({"t": "drained", "at": done, "extracted": extracted}), flush=True)
 
 
-def drain(store: dict[str, Any], jobs: int, workers: int, folder: Path) -> dict[str, Any]:
+def drain(
+    store: dict[str, Any], jobs: int, workers: int, folder: Path, tag: str = "j"
+) -> dict[str, Any]:
+    """`jobs` async adds to the scopes `<tag>0`.. (a tag of letters and digits no other scope
+    of the store starts with), drained by `workers` processes; counted in those scopes."""
+    assert tag.isalnum()
+    mine = f"substr(user_id, 1, {len(tag)}) = '{tag}'"  # (LIKE's % reads as a placeholder)
     with open_memory(store, job_worker=False) as producer:
         for i in range(jobs):
-            producer.add(f"note {i} about t{i}a and t{i}b", user_id=f"j{i % JOB_SCOPES}",
+            producer.add(f"note {i} about t{i}a and t{i}b", user_id=f"{tag}{i % JOB_SCOPES}",
                          async_mode=True)  # fmt: skip
         assert producer.pending() == jobs
     go = folder / f"go{time.monotonic_ns()}"
@@ -225,10 +231,13 @@ def drain(store: dict[str, Any], jobs: int, workers: int, folder: Path) -> dict[
     with open_memory(store, job_worker=False) as memory:
         adds = Counter(
             text for (text,) in memory.store.db.query(
-                "SELECT new_memory FROM history WHERE event = 'ADD'"
+                "SELECT h.new_memory FROM history h WHERE h.event = 'ADD' AND h.memory_id IN "
+                f"(SELECT id FROM memories WHERE {mine})"
             )
         )  # fmt: skip
-        states = dict(memory.store.db.query("SELECT state, count(*) FROM jobs GROUP BY state"))
+        states = dict(memory.store.db.query(
+            f"SELECT state, count(*) FROM jobs WHERE {mine} GROUP BY state"
+        ))  # fmt: skip
     return {
         "workers": workers, "jobs": jobs, "drain_s": round(seconds, 2),
         "jobs_per_s": jobs / seconds, "extracted_per_worker": extracted,

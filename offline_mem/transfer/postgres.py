@@ -223,13 +223,23 @@ def bulk_insert(
             row["id"]: _insert_message(db, row, message_vectors, message_terms)
             for row in data.rows["message"]
         }
+        pg_keywords.index_many(db, [
+            (seqs[row["id"]], partition_of(row["user_id"]), message_terms[row["id"]])
+            for row in data.rows["message"] if is_indexed_message(row["role"], row["content"])
+        ], pg_keywords.MESSAGE_KEYWORDS)  # fmt: skip
         db.executemany(
             "INSERT INTO entities (scope, name, norm, kind) VALUES (%s, %s, %s, %s) "
             "ON CONFLICT (scope, norm) DO NOTHING",
             [(r["scope"], r["name"], r["norm"], r["kind"]) for r in data.rows["entity"]],
         )
-        for row, vector, row_terms in zip(data.rows["memory"], vectors, terms, strict=True):
-            _insert_memory(db, row, vector, row_terms, seqs, embedder_sha256)
+        rowids = [
+            _insert_memory(db, row, vector, seqs, embedder_sha256)
+            for row, vector in zip(data.rows["memory"], vectors, strict=True)
+        ]
+        pg_keywords.index_many(db, [
+            (rowid, partition_of(row["user_id"]), row_terms)
+            for rowid, row, row_terms in zip(rowids, data.rows["memory"], terms, strict=True)
+        ], pg_keywords.MEMORY_KEYWORDS)  # fmt: skip
         marks = ", ".join("%s" for _ in HISTORY_COLUMNS)
         db.executemany(
             f"INSERT INTO history ({', '.join(HISTORY_COLUMNS)}) VALUES ({marks})",
@@ -261,21 +271,17 @@ def _insert_message(
         f"INSERT INTO messages ({', '.join(columns)}) VALUES ({marks}) RETURNING seq",
         [*(row[c] for c in MESSAGE_COLUMNS), content_hash(row["content"]), vector],
     )
-    seq = int(found[0])
-    if indexed:
-        pg_keywords.index_terms(db, seq, partition_of(row["user_id"]), terms[row["id"]],
-                                pg_keywords.MESSAGE_KEYWORDS)  # fmt: skip
-    return seq
+    return int(found[0])
 
 
 def _insert_memory(
     db: PgDatabase,
     row: dict[str, Any],
     vector: np.ndarray,
-    terms: Sequence[str],
     seqs: dict[str, int],
     embedder_sha256: str | None,
-) -> None:
+) -> int:
+    """The memory's row, provenance and entity links (its keyword rows: bulk_insert)."""
     values = {**row, "metadata": json.dumps(row["metadata"], ensure_ascii=False)}
     if embedder_sha256 is not None:
         values["embedder_sha256"] = embedder_sha256
@@ -286,8 +292,6 @@ def _insert_memory(
         [*(values[c] for c in MEMORY_COLUMNS), vector_literal(vector)],
     )
     rowid = int(found[0])
-    pg_keywords.index_terms(db, rowid, partition_of(row["user_id"]), terms,
-                            pg_keywords.MEMORY_KEYWORDS)  # fmt: skip
     db.executemany(
         "INSERT INTO provenance (memory_rowid, message_seq) VALUES (%s, %s) ON CONFLICT DO NOTHING",
         [(rowid, seqs[message_id]) for message_id in row["sources"]],
@@ -297,6 +301,7 @@ def _insert_memory(
         "WHERE scope = %s AND norm = %s ON CONFLICT DO NOTHING",
         [(rowid, row["scope"], norm) for norm in row["entities"]],
     )
+    return rowid
 
 
 def _fill_validity(db: PgDatabase) -> None:
