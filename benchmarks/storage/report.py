@@ -6,8 +6,9 @@ RUNS_DIR holds `after_<scenario>.json` (plain vector rows), `before_<scenario>.j
 layout, measured at the commit before migration 008), `rows_<scenario>.json` and
 `shared_<scenario>.json` (plain rows at f222640, against one vector per raw memory and keyword
 docs that list their terms: migrations 012, 013) and `dev_after.json`, where present. Runs that
-RUNS_DIR lacks keep the figures already in `storage_scale.json` (among them `postgres_scale`,
-which benchmarks/storage/postgres_scale.py --out writes there). Writes `storage_scale.json`
+RUNS_DIR lacks keep the figures already in `storage_scale.json` (among them `postgres_scale`
+and `postgres_scale_full`, which benchmarks/storage/postgres_scale.py and postgres_full.py
+--out write there). Writes `storage_scale.json`
 (every run, its top-10 answers replaced by their comparison with the other layout's) and
 `storage_scale.md`.
 """
@@ -21,6 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from benchmarks.storage.report_full import postgres_full_section
 from benchmarks.tables import table_path
 
 ORDER = ["users200", "scopes1k", "scopes10k", "scopes100k", "one100k", "one1m"]
@@ -328,6 +330,7 @@ def main() -> None:
             ),
         ]
     lines += postgres_section(results)
+    lines += postgres_full_section(results)
     machine = next((r["machine"] for r in results.values() if "machine" in r), None)
     if machine:
         lines += ["", f"Machine: {machine['cores']} cores ({machine['cpu']}), loaded by other work "
