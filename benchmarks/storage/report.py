@@ -22,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.storage.report_full import postgres_full_section
+from benchmarks.storage.report_full import job_rows, postgres_full_section
 from benchmarks.tables import table_path
 
 ORDER = ["users200", "scopes1k", "scopes10k", "scopes100k", "one100k", "one1m"]
@@ -183,13 +183,7 @@ def postgres_section(results: dict[str, Any]) -> list[str]:
             "| store | workers | jobs | jobs/s | per worker | duplicates |",
             "|---|---|---|---|---|---|",
         ]
-        for store, label in (("sqlite", "SQLite file"), ("postgresql", "PostgreSQL")):
-            for workers, r in sorted(run["jobs"][store].items()):
-                lines.append(
-                    f"| {label} | {workers} | {r['jobs']} | {r['jobs_per_s']:.1f} | "
-                    f"{' + '.join(map(str, r['extracted_per_worker']))} | "
-                    f"{r['duplicate_extractions'] + r['facts_added_twice']} |"
-                )
+        lines += job_rows(run["jobs"])
     ratios = run.get("ratios")
     if ratios:
         lines += [

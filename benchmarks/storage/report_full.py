@@ -102,13 +102,7 @@ def postgres_full_section(results: dict[str, Any]) -> list[str]:
         "| store | workers | jobs | jobs/s | per worker | duplicates |",
         "|---|---|---|---|---|---|",
     ]  # fmt: skip
-    for store, label in (("sqlite", "SQLite file"), ("postgresql", "PostgreSQL")):
-        for workers, r in sorted(run["jobs"][store].items()):
-            lines.append(
-                f"| {label} | {workers} | {r['jobs']} | {r['jobs_per_s']:.1f} | "
-                f"{' + '.join(map(str, r['extracted_per_worker']))} | "
-                f"{r['duplicate_extractions'] + r['facts_added_twice']} |"
-            )
+    lines += job_rows(run["jobs"])
     lines += [
         "",
         f"Load average {run['load_average_before'][0]} before, "
@@ -116,3 +110,17 @@ def postgres_full_section(results: dict[str, Any]) -> list[str]:
         f"other work; commit {run['machine']['commit']}; {run['wall_s'] / 60:.0f} min in all.",
     ]
     return lines
+
+
+def job_rows(jobs: dict[str, Any]) -> list[str]:
+    """The rows of a jobs table (store, workers, jobs, jobs/s, per worker, duplicates), shared
+    by the 0.1-scale and the full-scale reports."""
+    rows = []
+    for store, label in (("sqlite", "SQLite file"), ("postgresql", "PostgreSQL")):
+        for workers, r in sorted(jobs[store].items()):
+            rows.append(
+                f"| {label} | {workers} | {r['jobs']} | {r['jobs_per_s']:.1f} | "
+                f"{' + '.join(map(str, r['extracted_per_worker']))} | "
+                f"{r['duplicate_extractions'] + r['facts_added_twice']} |"
+            )
+    return rows
