@@ -157,7 +157,7 @@ def test_a_failed_add_leaves_nothing(
 def test_what_is_not_ported_raises_before_writing(pg_memory: Memory, postgres_url: str) -> None:
     pg_memory.add("I live in Porto", user_id="alice", infer=False)
     with pytest.raises(NotImplementedInStoreError, match="re-indexing"):
-        pg_memory.store.index_messages([], [], [])
+        pg_memory.store.mark_message_index("pending")
     assert [
         item["memory"] for item in pg_memory.get_all(filters={"user_id": "alice"})["results"]
     ] == ["I live in Porto"]

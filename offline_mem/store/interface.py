@@ -175,8 +175,9 @@ class ExtractionStore(Protocol):
 
 
 class MessageIndexing(Protocol):
-    """Filling the message index of a store written before it existed (or imported without
-    vectors)."""
+    """Filling the message index: an async add's messages, indexed after the add returns
+    (`unindexed_message_rows`, `index_messages`), and a store written before the index existed
+    (or imported without vectors)."""
 
     def message_index_complete(self) -> bool: ...
 
@@ -189,9 +190,19 @@ class MessageIndexing(Protocol):
         rows: Sequence[tuple[int, str | None]],
         vectors: Sequence[np.ndarray] | np.ndarray,
         terms: Sequence[Sequence[str]],
-    ) -> None: ...
+    ) -> None:
+        """(Re)write the vector and keyword rows of the messages (seq, user_id), in one
+        transaction; a message deleted meanwhile is left out."""
+        ...
 
     def mark_message_index(self, state: str) -> None: ...
+
+    def unindexed_message_rows(
+        self, message_ids: Sequence[str]
+    ) -> list[tuple[MessageRecord, str | None]]:
+        """(record, user_id) of those of the messages that exist and are to be indexed (not
+        system or empty) but lack their vector or keyword row, by seq."""
+        ...
 
 
 class Writes(Protocol):

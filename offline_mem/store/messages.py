@@ -5,9 +5,11 @@ the facts stays retrievable (`Memory.search`, `Memory.search_messages`).
 messages.seq) or, for a message whose raw memory holds the same vector, in that memory's row
 through `message_vector_links` (read both as `message_vector_values`; a large user's are held
 in memory by `message_vector_cache`); keyword rows in the messages' own BM25 index
-(keyword_index.MESSAGE_KEYWORDS). Both are written in the same transaction as their message.
-Files created before the index existed are filled by `Memory` when it opens
-(`pending_message_batches` / `index_messages`), tracked by meta `message_vectors`.
+(keyword_index.MESSAGE_KEYWORDS). Both are written in the same transaction as their message,
+but for an async add's: those are indexed just after it returns, and always before its job runs
+(`unindexed_message_rows` / `index_messages`; memory_parts/message_indexing.py). Files created
+before the index existed are filled by `Memory` when it opens (`pending_message_batches` /
+`index_messages`), tracked by meta `message_vectors`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from .records import MessageRecord
 from .vector_cache import MESSAGE_VECTORS, VectorCache
 
 INDEX_STATE_KEY = "message_vectors"  # meta key: "complete" or "pending"
+ID_BATCH = 500  # ids per statement: well under SQLite's limit on a statement's parameters
 
 
 def is_indexed_message(role: str, content: str) -> bool:
@@ -189,6 +192,30 @@ class MessageIndex:
             ]
             if batch:
                 yield batch
+
+    def unindexed_message_rows(
+        self, message_ids: Sequence[str]
+    ) -> list[tuple[MessageRecord, str | None]]:
+        """(record, user_id) of those of the messages that exist and are to be indexed (not
+        system or empty) but lack their vector or keyword row, by seq."""
+        found = []
+        ids = list(dict.fromkeys(message_ids))
+        for start in range(0, len(ids), ID_BATCH):
+            chunk = ids[start : start + ID_BATCH]
+            marks = ", ".join("?" for _ in chunk)
+            found += self.db.query(
+                f"SELECT {MessageRecord.COLUMNS}, user_id FROM messages WHERE id IN ({marks})",
+                chunk,
+            )
+        width = len(MessageRecord.COLUMNS.split(","))
+        pairs = [(MessageRecord(*row[:width]), row[width]) for row in found]
+        pairs.sort(key=lambda pair: pair[0].seq)
+        return [
+            (record, user_id)
+            for record, user_id in pairs
+            if is_indexed_message(record.role, record.content)
+            and not self._message_indexed(record.seq)
+        ]
 
     def _message_indexed(self, seq: int) -> bool:
         has_vector = self.db.query_one(

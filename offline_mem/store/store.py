@@ -273,7 +273,7 @@ class Store:
     def message_hits(self, scored: dict[int, float]) -> list[MessageHit]:
         return self.messages.message_hits(scored)
 
-    # -- the message index of files written before it existed ----------------------------------
+    # -- the message index: async adds' messages, and files written before it existed ----------
 
     def message_index_complete(self) -> bool:
         return self.messages.message_index_complete()
@@ -293,6 +293,11 @@ class Store:
 
     def mark_message_index(self, state: str) -> None:
         self.messages.mark_message_index(state)
+
+    def unindexed_message_rows(
+        self, message_ids: Sequence[str]
+    ) -> list[tuple[MessageRecord, str | None]]:
+        return self.messages.unindexed_message_rows(message_ids)
 
     def insert_message_vector(self, seq: int, vector: np.ndarray) -> None:
         self.messages.insert_message_vector(seq, vector)

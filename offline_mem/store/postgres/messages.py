@@ -3,7 +3,9 @@
 The same operations as store/messages.py's `MessageIndex`: exact cosine top-k over the
 messages' own vectors (a column of their row; NULL for unindexed, system, messages), BM25 over
 the messages' postings (bm25.py), the replies to questions and the hits with the memories that
-cite them. The index is written with each message (writes.py), so it is always complete.
+cite them. The index is written with each message (writes.py), but for an async add's messages:
+those are indexed just after the add returns, and always before its job runs
+(`unindexed_message_rows`, `index_messages`; memory_parts/message_indexing.py).
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ import numpy as np
 
 from ...timeutil import iso
 from ...values import Scope
-from ..keyword_index import QueryStats, searched_partition
-from ..messages import MessageHit, StoredMessage
+from ..keyword_index import QueryStats, partition_of, searched_partition
+from ..messages import MessageHit, StoredMessage, is_indexed_message
 from ..records import MessageRecord
 from . import bm25, keywords
 from .connection import PgDatabase
@@ -56,6 +58,52 @@ class PgMessages:
             # its vector is a column of the row; provenance cascades
             self.db.execute("DELETE FROM messages WHERE seq = %s", (found.record.seq,))
         return found
+
+    def unindexed_message_rows(
+        self, message_ids: Sequence[str]
+    ) -> list[tuple[MessageRecord, str | None]]:
+        """As the SQLite store's: the indexed messages of these ids without their vector or
+        keyword document, with their user_id, by seq."""
+        if not message_ids:
+            return []
+        rows = self.db.query(
+            f"SELECT {MESSAGE_COLUMNS}, msg.user_id FROM messages msg WHERE msg.id = ANY(%s) "
+            "AND (msg.embedding IS NULL OR NOT EXISTS (SELECT 1 FROM message_keyword_docs d "
+            "WHERE d.message_seq = msg.seq)) ORDER BY msg.seq",
+            (list(dict.fromkeys(message_ids)),),
+        )
+        width = len(MessageRecord.COLUMNS.split(","))
+        found = [(MessageRecord(*row[:width]), row[width]) for row in rows]
+        return [(r, user) for r, user in found if is_indexed_message(r.role, r.content)]
+
+    def index_messages(
+        self,
+        rows: Sequence[tuple[int, str | None]],
+        vectors: Sequence[np.ndarray] | np.ndarray,
+        terms: Sequence[Sequence[str]],
+    ) -> None:
+        """(Re)write the vectors and keyword rows of existing messages, in one transaction; a
+        message deleted meanwhile is left out. The messages' rows are locked first, then the
+        keyword partitions in order: the lock order of every write (writes.py `_lock_changed`)."""
+        wanted = {
+            int(seq): (partition_of(user_id), vector, words)
+            for (seq, user_id), vector, words in zip(rows, vectors, terms, strict=True)
+        }
+        with self.db.atomic():
+            found = [int(r[0]) for r in self.db.query(
+                "SELECT seq FROM messages WHERE seq = ANY(%s) ORDER BY seq FOR NO KEY UPDATE",
+                (sorted(wanted),),
+            )]  # fmt: skip
+            if not found:
+                return
+            keywords.unindex(self.db, found, MESSAGE_KEYWORDS)  # a rewrite: nothing counted twice
+            self.db.executemany(
+                "UPDATE messages SET embedding = %s::vector WHERE seq = %s",
+                [(vector_literal(wanted[seq][1]), seq) for seq in found],
+            )
+            for seq in sorted(found, key=lambda s: (wanted[s][0], s)):
+                partition, _, words = wanted[seq]
+                keywords.index_terms(self.db, seq, partition, words, MESSAGE_KEYWORDS)
 
     def message_candidates(
         self, vector: np.ndarray, scope: Scope, *, k: int, as_of: datetime | None = None

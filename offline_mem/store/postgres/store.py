@@ -246,10 +246,10 @@ class PostgresStore:
     def message_hits(self, scored: dict[int, float]) -> list[MessageHit]:
         return self.messages.message_hits(scored)
 
-    # -- the message index: always complete (every add indexes its messages) --------------------
+    # -- the message index: an async add's messages are indexed after it returns ---------------
 
     def message_index_complete(self) -> bool:
-        return True
+        return True  # no database predates the index: nothing to fill on open
 
     def pending_message_batches(
         self, batch_size: int = 256
@@ -262,10 +262,15 @@ class PostgresStore:
         vectors: Sequence[np.ndarray] | np.ndarray,
         terms: Sequence[Sequence[str]],
     ) -> None:
-        _not_yet("re-indexing messages (import without vectors)")
+        self.messages.index_messages(rows, vectors, terms)
 
     def mark_message_index(self, state: str) -> None:
         _not_yet("re-indexing messages (import without vectors)")
+
+    def unindexed_message_rows(
+        self, message_ids: Sequence[str]
+    ) -> list[tuple[MessageRecord, str | None]]:
+        return self.messages.unindexed_message_rows(message_ids)
 
     # -- writes, each one transaction ----------------------------------------------------------
 

@@ -77,8 +77,8 @@ class PgWrites:
     def _lock_changed(self, plan: AddPlan) -> None:
         """Lock the existing memories the plan supersedes or merges into, in rowid order, before
         anything else of the write: the order every write takes locks in is job rows, memory
-        rows, the messages' clock, keyword partitions (messages', then memories'), entities; so
-        writes of several servers wait for each other but never deadlock."""
+        rows, the messages' clock, message rows, keyword partitions (messages', then memories'),
+        entities; so writes of several servers wait for each other but never deadlock."""
         ids = sorted({old for m in plan.memories for old in m.supersedes}
                      | {merge.memory_id for merge in plan.merges})  # fmt: skip
         if ids:
@@ -282,6 +282,11 @@ class PgWrites:
 
     def _delete_messages(self, seqs: Sequence[int]) -> None:
         if seqs:
+            # the rows before their keyword partitions, as the indexing of an async add's
+            # messages locks them (messages.py `index_messages`)
+            self.db.execute(
+                "SELECT 1 FROM messages WHERE seq = ANY(%s) ORDER BY seq FOR UPDATE", (list(seqs),)
+            )
             keywords.unindex(self.db, seqs, keywords.MESSAGE_KEYWORDS)
             self.db.execute("DELETE FROM messages WHERE seq = ANY(%s)", (list(seqs),))
 
