@@ -5,7 +5,8 @@ exactly one vector row and one keyword document in its user's partition; no vect
 entity-link or provenance row points at a missing memory, message or entity; the keyword
 statistics (document lengths, document frequencies, partition totals) agree with the postings;
 every vector is unit-length; every indexed message has a vector (its own, or linked to the one
-of the raw memory made from it) and a keyword document, and the messages' keyword index is as
+of the raw memory made from it) and a keyword document (but a message of a job not done: it is
+indexed after its add returns, before its job runs), and the messages' keyword index is as
 sound as the memories' (each document lists its postings' terms); the schema version and the
 embedder pinned in `meta` match this offline_mem and the configured embedder, and every memory
 was written by the pinned embedder; every stored vector is finite and of unit length; a

@@ -5,11 +5,12 @@ each document's term list) that agree with the postings."""
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 
 from ..keyword_index import MEMORY_KEYWORDS, MESSAGE_KEYWORDS, KeywordTables
 from ..messages import is_indexed_message
 from .report import Checker
-from .vectors import memory_partitions
+from .vectors import awaiting_index, memory_partitions
 
 
 def keyword_rows(c: Checker) -> None:
@@ -18,7 +19,8 @@ def keyword_rows(c: Checker) -> None:
 
 
 def message_keyword_rows(c: Checker) -> None:
-    """As the memories' (each indexed message has one keyword row once the index is complete)."""
+    """As the memories' (each indexed message has one keyword row once the index is complete;
+    a message of a job not done may have none yet: `awaiting_index`)."""
     state = c.db.query_one("SELECT value FROM meta WHERE key = 'message_vectors'")
     complete = state is None or state[0] == "complete"
     messages = {
@@ -28,7 +30,8 @@ def message_keyword_rows(c: Checker) -> None:
         )
         if is_indexed_message(role, content)
     }
-    details = _index_rows(c, MESSAGE_KEYWORDS, "message", messages, complete)
+    awaiting = awaiting_index(c) if complete else set()
+    details = _index_rows(c, MESSAGE_KEYWORDS, "message", messages, complete, awaiting)
     c.problems("message keyword rows", details)
 
 
@@ -38,16 +41,18 @@ def _index_rows(
     kind: str,
     owners: dict[int, tuple[str, str]],
     required: bool,
+    exempt: Collection[str] = (),
 ) -> list[str]:
     """Keyword rows of index `t` against its indexed rows (key -> (id, partition)): one doc row
-    each (when `required`), none for a missing row, in the row's partition; no orphan postings."""
+    each (when `required`, but for the ids in `exempt`), none for a missing row, in the row's
+    partition; no orphan postings."""
     docs = dict(c.db.query(f"SELECT {t.key}, partition FROM {t.docs}"))
     details = []
     if required:
         details += [
             f"{kind} {mid} has no keyword row ({t.docs})"
             for key, (mid, _) in owners.items()
-            if key not in docs
+            if key not in docs and mid not in exempt
         ]
     details += [f"{t.docs} row for {kind} {r} belongs to no {kind} (orphan)" for r in docs
                 if r not in owners]  # fmt: skip
