@@ -5,7 +5,8 @@ store one write that is a single transaction. Results keep Mem0's shapes. `Memor
 collaborators and hands them their calls: the reads (get, get_all, search, search_messages,
 history) go to a `MemoryReader` (memory_parts/reads.py); an add's arguments are checked by
 memory_parts/add_call.py and its write plan built by an `AddWriter` (memory_parts/writes.py);
-the extraction jobs of async adds go to `ExtractionJobs` (memory_parts/jobs.py); update,
+the extraction jobs of async adds go to `ExtractionJobs` (memory_parts/jobs.py), and their
+messages' indexing to a `MessageIndexer` (memory_parts/message_indexing.py); update,
 delete, delete_all, reset and compact to a `MemoryEditor` (memory_parts/edits.py). What is
 left here is the public signatures, their documentation and which collaborator runs a call.
 The store and the models a caller does not hand in are made by memory_parts/components.py.
@@ -28,6 +29,7 @@ from .memory_parts import components
 from .memory_parts.add_call import check_add_call
 from .memory_parts.edits import UNSET, MemoryEditor
 from .memory_parts.jobs import ExtractionJobs
+from .memory_parts.message_indexing import MessageIndexer
 from .memory_parts.reads import DEFAULT_SEARCH_THRESHOLD, MemoryReader
 from .memory_parts.writes import AddWriter
 from .pinned.embedder import Embedder, QueryVectorCache
@@ -84,6 +86,8 @@ class Memory:
             extractor=self.extractor, nlp=config.nlp, lock=self._lock,
         )  # fmt: skip
         self._writer.index_pending_messages()
+        self._indexer = MessageIndexer(self.store, self._writer, lock=self._lock)
+        self._indexer.index_unfinished_jobs()
         self._worker = JobWorker(self.store, self._run_job)
         self._reader = MemoryReader(
             self.store,
@@ -91,13 +95,14 @@ class Memory:
             self._query_embedder,
             self.entities,
             self.weights,
+            messages_ready=self._indexer.wait,
         )
         self._editor = MemoryEditor(
             self.store, self._reader, embedder=self.embedder, analyzer=self.analyzer,
             entities=self.entities, lock=self._lock,
         )  # fmt: skip
         self._jobs = ExtractionJobs(
-            self.store, self._worker, self._writer.extract, lock=self._lock,
+            self.store, self._worker, self._writer.extract, indexer=self._indexer, lock=self._lock,
             embedder_sha256=self.embedder.identity.sha256, start_worker=config.job_worker,
         )  # fmt: skip
         if config.job_worker and self.store.pending_jobs():
@@ -110,8 +115,9 @@ class Memory:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Let a running extraction job finish (queued ones stay queued in the file), then close
-        the file and release the models."""
+        """Index the async adds' messages, let a running extraction job finish (queued ones stay
+        queued in the file), then close the file and release the models."""
+        self._indexer.close()
         self._worker.stop()
         self.store.close()
         self.embedder.close()
@@ -146,8 +152,11 @@ class Memory:
 
         With `async_mode=True` (default: the config's `async_mode`) an add that runs the
         extractor stores its messages and queues the extraction in one transaction, and returns
-        `{"results": [], "status": "PENDING", "event_id": <job id>}` at once; the messages are
-        searchable from then on, and the worker thread adds the facts (see `flush`, `job`)."""
+        `{"results": [], "status": "PENDING", "event_id": <job id>}` at once; the worker thread
+        adds the facts later (see `flush`, `job`). The messages are embedded and indexed just
+        after the call returns, in a thread of this Memory: its searches wait for that, so they
+        find the messages from then on; another process finds them once indexed (normally tens
+        of milliseconds later). A job's extraction never runs before its messages are indexed."""
         reject_unknown_kwargs("add", unknown)
         call = check_add_call(
             messages, user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=metadata,
@@ -164,8 +173,9 @@ class Memory:
             job = self._jobs.new_job(
                 new_messages, call.kind, call.metadata, call.expiration_date, call.instructions
             )
-            plan = AddPlan(scope=call.scope, messages=self._writer.embed_messages(new_messages, []),
-                           memories=[], embedder_sha256=self.embedder.identity.sha256)  # fmt: skip
+            # the messages without their index rows: the indexer writes those after the return
+            plan = AddPlan(scope=call.scope, messages=new_messages, memories=[],
+                           embedder_sha256=self.embedder.identity.sha256)  # fmt: skip
             return call.reported(self._jobs.enqueue(plan, job))
         # extraction's modules: a search or raw add never loads them
         from .extraction import planner

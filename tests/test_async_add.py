@@ -332,6 +332,7 @@ def test_a_job_commits_its_memories_and_done_mark_in_one_transaction(
     assert isinstance(memory.extractor, FakeExtractor)
     memory.add("I like figs", user_id="u1", infer=False)
     memory.add("I like figs and plums now", user_id="u1", async_mode=True)
+    memory._indexer.wait()  # its message indexed (just after the add returned)
 
     def tables() -> dict[str, list[Any]]:
         db = memory.store.db
@@ -346,6 +347,7 @@ def test_a_job_commits_its_memories_and_done_mark_in_one_transaction(
     )
     probe.add("I like figs", user_id="u1", infer=False)
     probe.add("I like figs and plums now", user_id="u1", async_mode=True)
+    probe._indexer.wait()
     probe.store.tracer = lambda sql, params: seen.append(sql)
     assert probe._worker.run_next()
     probe.store.tracer = None

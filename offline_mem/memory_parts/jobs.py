@@ -1,10 +1,11 @@
 """The extraction jobs of `Memory`: queued adds (`add(..., async_mode=True)`), `flush`,
 `pending`, `failed_jobs` and `job`.
 
-`ExtractionJobs` holds the store, the worker (job_worker.py) and the extraction it shares with
-synchronous adds. A queued add commits its messages and its job in one transaction; the worker
-runs the job later with the same extraction as a synchronous add and commits the memories with
-the job marked done in one transaction (writes.py `finish_job`).
+`ExtractionJobs` holds the store, the worker (job_worker.py), the message indexer
+(message_indexing.py) and the extraction it shares with synchronous adds. A queued add commits
+its messages and its job in one transaction, and hands the messages to the indexer; the worker
+runs the job later, its messages indexed first, with the same extraction as a synchronous add,
+and commits the memories with the job marked done in one transaction (writes.py `finish_job`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..store.writer import current_writer, written_by
 from ..timeutil import iso, parse_datetime, utc_now
 from ..validation import check_memory_id, make_scope
 from ..values import Scope
+from .message_indexing import MessageIndexer
 
 if TYPE_CHECKING:
     from ..extraction.planner import AddRequest
@@ -42,6 +44,7 @@ class ExtractionJobs:
         worker: JobWorker,
         extract: Extract,
         *,
+        indexer: MessageIndexer,
         lock: threading.RLock,
         embedder_sha256: str,
         start_worker: bool,
@@ -49,6 +52,7 @@ class ExtractionJobs:
         self.store = store
         self.worker = worker
         self.extract = extract
+        self.indexer = indexer
         self.lock = lock  # the Memory's: one write at a time from this process
         self.embedder_sha256 = embedder_sha256
         self.start_worker = start_worker  # the config's job_worker
@@ -73,21 +77,28 @@ class ExtractionJobs:
         return NewJob(id=str(uuid.uuid4()), kind=kind, request=request)
 
     def enqueue(self, plan: AddPlan, job: NewJob) -> dict[str, Any]:
-        """Store the plan's messages (with their vectors) and the job, in one transaction, and
-        wake the worker."""
+        """Store the plan's messages (without their index rows) and the job, in one transaction;
+        then hand the messages to the indexer, and wake the worker."""
         with self.lock:
             self.store.apply_add(plan, job=job)
+        # before the worker: its run of the job then waits for this indexing, not repeats it
+        self.indexer.submit([m.id for m in plan.messages])
         if self.start_worker:
             self.worker.start()
         return {"results": [], "status": "PENDING", "event_id": job.id}
 
     def run_job(self, job: JobRecord, claim: JobClaim) -> bool:
-        """Run a claimed job with the synchronous add's extraction, and commit its memories with
-        the job marked done in one transaction; False when the claim was lost meanwhile."""
+        """Index the job's messages that lack their index rows, run it with the synchronous
+        add's extraction, and commit its memories with the job marked done in one transaction;
+        False when the claim was lost meanwhile. An indexing error fails the run as an
+        extraction error does."""
         from ..extraction import planner
 
         given = job.request
-        stored = self.store.messages_by_id([m["id"] for m in given["messages"]])
+        ids = [m["id"] for m in given["messages"]]
+        self.indexer.wait()  # this process's indexing of its own adds
+        self.indexer.index(ids)  # an add of a process that ended before, or of another one
+        stored = self.store.messages_by_id(ids)
         messages = [
             _stored_message(stored[m["id"]], m["extract"])
             for m in given["messages"]

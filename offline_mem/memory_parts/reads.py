@@ -7,6 +7,7 @@ retrieval layer's (retrieval/retriever.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import MemoryNotFoundError, ValidationError, shown
@@ -45,12 +46,16 @@ class MemoryReader:
         query_embedder: Embedder,
         entities: EntityExtractor,
         weights: Weights,
+        *,
+        messages_ready: Callable[[], None] = lambda: None,
     ) -> None:
         self.store = store
         self.retriever = retriever
         self.query_embedder = query_embedder  # caches the last queries' vectors
         self.entities = entities
         self.weights = weights
+        # blocks until this process's async adds' messages are indexed (message_indexing.py)
+        self.messages_ready = messages_ready
 
     def require(
         self, memory_id: object, user_id: object, agent_id: object, run_id: object
@@ -146,6 +151,8 @@ class MemoryReader:
             outcome, resolved = self.retriever.facts(request, mentions), None
         facts = {record.rowid: (record, ranked) for record, ranked in outcome.hits}
         scope = _exact_scope(filters) if include_messages else None
+        if scope is not None:
+            self.messages_ready()
         ranking, messages = self.retriever.rank_with_messages(request, outcome, scope)
         now = moment or utc_now()
         results = []
@@ -185,6 +192,7 @@ class MemoryReader:
         scope = _message_scope(filters)
         limit = check_top_k(top_k)
         floor = check_threshold(threshold)
+        self.messages_ready()
         if resolve_references:
             hits = self.retriever.message_hits_resolving(query, scope, limit, floor)
         else:
