@@ -308,8 +308,9 @@ def main() -> None:
                 f"| {name} | {r['bytes_per_vector']:,.0f} | {r['knn_ms_p50']:.2f} / "
                 f"{r['knn_ms_p95']:.2f} | {r['same_top10_as_plain_rows']} |"
             )
-    dev = results.get("dev_bytes")
-    if dev:
+    for dev in (results.get("dev_bytes"), results.get("dev_bytes_dev8")):
+        if not dev:
+            continue
         lines += [
             "",
             f"Real dialogue with inference ({', '.join(dev['samples'])}, first "
