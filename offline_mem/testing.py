@@ -113,7 +113,7 @@ def new_message_lines(prompt: Prompt) -> list[str]:
     numbers ("user (<name>): I moved."; a line that opens a new day starts with its date)."""
     first = first_new_number(prompt)
     count = len(prompt.schema.get("properties", {}))
-    conversation = prompt.messages[-1]["content"].split("\n\nExisting memories", 1)[0]
+    conversation = prompt.messages[-1]["content"].split("\n\nNew message", 1)[0]
     numbered = dict(_NUMBERED_LINE.findall(conversation))
     return [numbered[str(n)] for n in range(first, first + count)]
 

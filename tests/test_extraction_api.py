@@ -41,9 +41,10 @@ def test_supersession_through_the_api(open_memory):
         {"id": new, "memory": MOVED, "event": "ADD", "supersedes": [old]},
         {"id": old, "memory": "User lives in Lisbon.", "event": "SUPERSEDE", "superseded_by": new},
     ]  # fmt: skip
-    # the model saw the old memory, never its id, and the scope's recent messages
+    # the facts call saw the scope's recent messages, not the memory; the check saw the memory,
+    # never its id
     prompt = m.extractor.calls[1].messages[1]["content"]
-    assert "- User lives in Lisbon." in prompt and old not in prompt
+    assert "User lives in Lisbon." not in prompt and old not in prompt
     assert "1. user: I live in Lisbon.\n2. user: I live in Porto now" in prompt
     (check,) = m.extractor.check_calls
     assert "User lives in Lisbon." in check.messages[1]["content"] and old not in str(check)
@@ -61,25 +62,17 @@ def test_a_check_that_says_still_true_supersedes_nothing(open_memory):
     assert len(m.get_all(filters={"user_id": "u"})["results"]) == 2
 
 
-def test_superseded_and_expired_memories_are_not_shown_to_the_model(open_memory):
-    m = open_memory(answer("User lives in Lisbon."), answer(MOVED), answer("User likes tea."),
-                    still_true=changes(("User lives in Lisbon.", MOVED)))  # fmt: skip
-    m.add("I live in Lisbon.", user_id="u")
-    m.add("I live in Porto now, not in Lisbon.", user_id="u")
-    m.add("I like tea", user_id="u", expiration_date="2000-01-01")
-    m.add("Do I still live in Porto, not in Lisbon?", user_id="u")
-    shown = m.extractor.calls[3].messages[1]["content"].split("Existing memories:\n")[1]
-    assert shown.startswith(f"- {MOVED}\n\nNew message")
-
-
-def test_only_memories_similar_to_the_new_messages_are_shown(open_memory):
-    m = open_memory(answer("User lives in Lisbon."), answer("User plays the cello."))
-    m.add("I live in Lisbon.", user_id="u")
-    m.add("I play the cello.", user_id="u")
-    m.add("Lisbon is where I live.", user_id="u")
-    prompts = [c.messages[1]["content"].split("Existing memories:\n")[1] for c in m.extractor.calls]
-    assert prompts[1].startswith("(none)")  # the cello shares nothing with Lisbon
-    assert prompts[2].startswith("- User lives in Lisbon.\n\nNew message")
+def test_stored_memories_are_not_shown_to_the_model(open_memory):
+    """The prompt shows the conversation only (prompts.py says why); a fact said again is still
+    merged into the memory it repeats, found after the call."""
+    m = open_memory(answer("User lives in Lisbon."), answer("User lives in Lisbon."))
+    first = m.add("I live in Lisbon.", user_id="u")["results"]
+    again = m.add("Lisbon is where I live.", user_id="u")["results"]
+    prompt = m.extractor.calls[1].messages[1]["content"]
+    assert "User lives in Lisbon" not in prompt and "memor" not in prompt
+    assert "I live in Lisbon." in prompt  # the earlier message, as context
+    assert [r["event"] for r in first] == ["ADD"] and [r["event"] for r in again] == ["MERGE"]
+    assert len(m.get_all(filters={"user_id": "u"})["results"]) == 1
 
 
 def test_model_error_leaves_the_file_unchanged(open_memory):
@@ -152,7 +145,7 @@ def test_recent_messages_shown_are_the_scope_messages_since_the_window_start(ope
         m.add(f"other scope {i}", user_id="v")
     for i, call in enumerate(m.extractor.calls[::2]):  # user u's calls
         text = call.messages[1]["content"]
-        recent = text[text.index("Conversation:") : text.index("Existing memories")]
+        recent = text[text.index("Conversation:") : text.index("\n\nNew message")]
         expected = [f"message {j}" for j in range(recent_window_start(i), i)]
         lines = recent.strip().splitlines()[1:]  # after "Conversation:"
         shown = [line.split(": ", 1)[1] for line in lines]

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from offline_mem.config import DEFAULT_EXTRACTOR, resolve_models_dir
-from offline_mem.extraction.prompts import ExistingMemory, PromptMessage, build_facts_prompt
+from offline_mem.extraction.prompts import PromptMessage, build_facts_prompt
 from offline_mem.extraction.supersession import build_check_prompt
 from offline_mem.pinned.extractor import LlamaExtractor
 
@@ -31,7 +31,7 @@ def facts_after(count: int):
     """The facts prompt of the add of messages count..count+1, as consecutive adds build it."""
     return build_facts_prompt(
         new_messages=HISTORY[count : count + 2], recent=HISTORY[:count],
-        existing=[ExistingMemory("User lives in Ghent.")], now=datetime.fromisoformat(DAY),
+        now=datetime.fromisoformat(DAY),
     )  # fmt: skip
 
 

@@ -108,7 +108,7 @@ MOVED = "User lives in Porto now, not in Lisbon."
 
 @pytest.mark.parametrize("narrower", [{"agent_id": "tutor"}, {"run_id": "trip"}])
 def test_a_fact_links_only_to_memories_of_exactly_its_scope(any_store, narrower, tmp_path) -> None:
-    """A user's add is shown the memories of the user's agents and runs (as Mem0's is), but it
+    """A user's add reads the memories of the user's agents and runs (as Mem0's does), but it
     merges into and supersedes only the user's own: a link across scopes would outlive the
     other scope's delete_all, and `verify` and `import` refuse it."""
     m = memory(any_store, answer(LISBON), answer(KEEN), answer(AGAIN), answer(MOVED),
@@ -119,8 +119,6 @@ def test_a_fact_links_only_to_memories_of_exactly_its_scope(any_store, narrower,
     moved = m.add("I live in Porto now, not in Lisbon.", user_id="lena")["results"]
     assert [r["event"] for r in said_again] == ["ADD"] and [r["event"] for r in moved] == ["ADD"]
     assert "supersedes" not in moved[0]
-    shown = m.extractor.calls[3].messages[1]["content"].split("Existing memories:\n")[1]
-    assert f"- {LISBON}" in shown  # the narrower scope's memory was still shown to the model
     assert m.get(lisbon)["state"] == "active" and m.get(keen)["state"] == "active"
     assert verified(m)
     target = Memory({"path": str(tmp_path / "b.db")}, embedder=FakeEmbedder(),

@@ -12,7 +12,6 @@ from offline_mem.extraction.prompts import (
     PROMPT_VERSION,
     RECENT_MIN,
     RECENT_STEP,
-    ExistingMemory,
     PromptMessage,
     build_facts_prompt,
     fact_subject,
@@ -27,7 +26,7 @@ NOW = datetime(2025, 3, 14, 9, 30, tzinfo=timezone.utc)
 
 def build(**kw):
     args = {"new_messages": [PromptMessage("user", "I moved to Porto.")], "recent": [],
-            "existing": [], "now": NOW}  # fmt: skip
+            "now": NOW}  # fmt: skip
     args.update(kw)
     return build_facts_prompt(**args)
 
@@ -35,7 +34,6 @@ def build(**kw):
 def test_layout_static_first_then_variable_parts_in_order():
     prompt = build(
         recent=[PromptMessage("user", "hi"), PromptMessage("assistant", "x" * 500)],
-        existing=[ExistingMemory("User lives in Lisbon."), ExistingMemory("User likes tea.")],
         new_messages=[PromptMessage("user", "I moved to Porto.", name="ana"),
                       PromptMessage("assistant", "Nice!")],
     )  # fmt: skip
@@ -44,9 +42,9 @@ def test_layout_static_first_then_variable_parts_in_order():
     text = user["content"]
     assert text.startswith("Conversation:\n1. user: hi\n2. assistant: xxx")
     assert "2025-03-14" not in text.split("New mes")[0]  # messages without a date: none shown
-    assert text.index("Conversation") < text.index("Existing memories") < text.index("New mes")
-    assert "\n3. user (ana): I moved to Porto.\n4. assistant: Nice!\n\nExisting" in text
-    assert "Existing memories:\n- User lives in Lisbon.\n- User likes tea." in text
+    assert text.index("Conversation") < text.index("New mes")
+    assert "\n3. user (ana): I moved to Porto.\n4. assistant: Nice!\n\nNew messages" in text
+    assert "memor" not in text  # stored memories are not shown (prompts.py says why)
     assert "New messages: 3 and 4 (2025-03-14 (Friday)).\nWrite only facts stated in mes" in text
     assert "x" * 299 + "…" in text and "x" * 300 not in text  # earlier messages cut to 300
     assert prompt.kind == "facts" and prompt.schema == facts_schema(2, ["ana", None], first=3)
@@ -82,7 +80,7 @@ def test_facts_of_a_named_speaker_must_start_with_the_name():
 
 def test_same_static_prefix_whatever_the_inputs():
     a = build(new_messages=[PromptMessage("user", "one")])
-    b = build(new_messages=[PromptMessage("user", "two")], existing=[ExistingMemory("m")])
+    b = build(new_messages=[PromptMessage("user", "two")], recent=[PromptMessage("user", "x")])
     assert a.messages[0] == b.messages[0]
 
 
@@ -136,13 +134,12 @@ def test_consecutive_prompts_share_everything_up_to_the_end_of_the_new_messages(
 
     def prompt_after(count: int) -> str:
         start = recent_window_start(count)
-        built = build(recent=history[start:count], new_messages=history[count : count + 2],
-                      existing=[ExistingMemory(f"memory {count}")])  # fmt: skip
+        built = build(recent=history[start:count], new_messages=history[count : count + 2])
         return built.messages[1]["content"]
 
     first, second = prompt_after(4), prompt_after(6)
     assert recent_window_start(4) == recent_window_start(6)
-    shared = first[: first.index("\n\nExisting memories")]
+    shared = first[: first.index("\n\nNew messages")]
     assert second.startswith(shared) and shared.endswith("6. assistant: message 5")
 
 
@@ -156,10 +153,9 @@ def test_a_new_message_longer_than_an_earlier_one_is_shown_whole_and_cut_later()
     assert "1. user: " + "y" * 299 + "…\n2. user: ok" in later
 
 
-def test_empty_context_is_marked():
+def test_without_context_the_conversation_is_the_new_message():
     text = build().messages[1]["content"]
-    assert text.startswith("Conversation:\n1. user: I moved to Porto.\n\n")
-    assert "Existing memories:\n(none)" in text
+    assert text.startswith("Conversation:\n1. user: I moved to Porto.\n\nNew message: 1 ")
 
 
 def test_schemas_bound_every_array_and_string():

@@ -37,8 +37,6 @@ from .procedural import PROCEDURAL_PROMPT_VERSION, build_procedural_prompt, rend
 from .prompts import (
     MAX_EXISTING,
     PROMPT_VERSION,
-    SHOW_MIN_SIMILARITY,
-    ExistingMemory,
     PromptMessage,
     day,
     fact_subject,
@@ -78,31 +76,19 @@ def _prompt_message(message: NewMessage | MessageRecord) -> PromptMessage:
     )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Existing:
-    """The scope's memories most similar to an add's new messages, in the order they were
-    written (a stable order keeps more of the prompt in the KV cache)."""
-
-    records: list[MemoryRecord]  # up to MAX_EXISTING: duplicates and supersessions are sought here
-    shown: list[MemoryRecord]  # those at least SHOW_MIN_SIMILARITY alike: the prompt shows them
-
-
 def existing_memories(
     store: ExtractionStore, embedder: Embedder, scope: Scope, texts: Sequence[str], now: datetime
-) -> Existing:
+) -> list[MemoryRecord]:
     """Up to MAX_EXISTING active, unexpired memories of the scope most similar to the new
-    messages. Only the similar enough are shown to the model: the rest cost ~13 prompt tokens
-    each on every add (~0.3 s at one thread) and, shown, invite the model to copy them; the
-    supersession check still considers all of them."""
+    messages, in the order they were written: where a fact said again is merged and what a fact
+    supersedes is sought. The prompt does not show them (prompts.py says why)."""
     where = compile_filters({k: v for k, v in scope.as_dict().items() if v is not None})
     query = embedder.embed("\n".join(texts))
     condition = store.search_filter(where, now=now)
     hits = store.vector_candidates(query, where, condition, k=MAX_EXISTING)
-    records = sorted(
+    return sorted(
         store.records_by_rowid(list(hits)).values(), key=lambda r: (r.created_at, r.rowid)
     )
-    shown = [r for r in records if hits[r.rowid] >= SHOW_MIN_SIMILARITY]
-    return Existing(records=records, shown=shown)
 
 
 REPRODUCIBLE_SUFFIX = "+reproducible"
@@ -149,11 +135,10 @@ def plan_facts(
         prompt_recent: list[NewMessage | MessageRecord] = [*recent, *earlier]
         texts = [messages[i].content for i in group]
         found = existing_memories(store, models.embedder, request.scope, texts, request.now)
-        seen_records.update((r.id, r) for r in found.records)
+        seen_records.update((r.id, r) for r in found)
         prompt = build_prompt(
             new_messages=[_prompt_message(messages[i]) for i in group],
             recent=[_prompt_message(m) for m in prompt_recent],
-            existing=[ExistingMemory(text=r.text, observed_at=r.observed_at) for r in found.shown],
             now=request.now,
             instructions=request.instructions,
         )

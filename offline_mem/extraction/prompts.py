@@ -3,8 +3,13 @@
 Layout, most stable first, so that llama.cpp's KV cache serves the longest possible prefix:
 the static instructions and examples (identical on every call), then the caller's custom
 instructions (fixed for a `Memory`), then the conversation: the scope's recent messages and the
-new ones as one numbered list, then the existing memories similar to the new messages, and last
-which messages are new, with their date. The model never sees a memory id.
+new ones as one numbered list, and last which messages are new, with their date.
+
+The scope's stored memories are not shown. Shown, the 1.5B model copied them into the answer as
+facts of the new message (an old photo caption, an earlier plan written again under a reply of
+thanks) and, told not to, wrote fewer facts of the message itself (measured on real dialogue:
+docs/design/prompt-layout.md). A fact said again is merged after the call (admission.py) and
+what a fact supersedes is asked one pair at a time (supersession.py).
 
 The prompt holds no clock reading: with timestamps on the messages it is a function of the data
 alone, so a run gives the same memories whatever day it runs (today's date is shown only for
@@ -32,15 +37,13 @@ from ..pinned.extractor import Prompt
 from .speakers import PLAIN_NAME
 
 # Recorded with every extracted memory; what each version changed: CHANGELOG.md
-PROMPT_VERSION = "facts-9"
+PROMPT_VERSION = "facts-10"
 
 MAX_FACTS = 6  # facts per answer (two messages rarely hold more)
 MAX_FACT_CHARS = 200
-# Existing memories retrieved for an add: the most similar to the new messages. Each one shown is
-# ~13 prompt tokens evaluated on every add (the list changes with the messages, so the KV cache
-# cannot serve it), so only those at least SHOW_MIN_SIMILARITY alike are shown.
+# Existing memories retrieved for an add (not shown to the model): the most similar to the new
+# messages, where a fact said again is merged and supersessions are sought.
 MAX_EXISTING = 6
-SHOW_MIN_SIMILARITY = 0.3  # all-MiniLM-L6-v2 cosine to the new messages
 # The recent messages shown: all since the window's start, which moves RECENT_STEP messages at a
 # time and leaves at least RECENT_MIN messages; so between RECENT_MIN and RECENT_MIN+RECENT_STEP-1.
 RECENT_MIN = 4
@@ -109,8 +112,7 @@ they live and work, people and pets in their life, plans and dates, preferences,
 goals, possessions, and anything the assistant did or promised for them.
 
 Rules:
-1. Take facts only from the new messages named at the end. Earlier messages and existing \
-memories are context.
+1. Take facts only from the new messages named at the end. Earlier messages are context.
 2. Each fact is one short, self-contained sentence in the third person. Call the user "User" \
 and use names, never pronouns like "he", "she", "it", "they", "I" or "my".
 3. Write one fact per piece of information; keep specific names, numbers and places.
@@ -119,28 +121,24 @@ against the date of the new messages.
 5. When something changed (a move, a new job, a new preference, a plan cancelled or moved), \
 write the new state ("User lives in Porto"), not the old one.
 6. Skip greetings, thanks, small talk, questions without facts and general advice. Do not \
-repeat a fact that an existing memory or an earlier message already states.
+repeat a fact that an earlier message already states.
 7. Answer with one JSON object: the number of each new message that states facts, with the \
 list of its facts. Leave out messages without facts; if there is nothing new, answer {}.
 
 Example 1.
 Conversation:
-1. [2024-06-01 (Saturday)] user: I finally finished the marathon!
+1. [2024-06-01 (Saturday)] user: I finally finished the marathon! Mia, my cat, slept through it.
 2. assistant: Congratulations!
 3. [2024-06-05 (Wednesday)] user: Hi! Since last month I live in Porto and work at São João \
 hospital. Mia loves the new flat. My sister Ana visits on Sunday.
 4. assistant: Nice! Enjoy the visit.
 
-Existing memories:
-- User works as a nurse at Santo António hospital.
-- User has a cat named Mia.
-
 New messages: 3 and 4 (2024-06-05 (Wednesday)).
 Answer:
-{"3": ["User lives in Porto since May 2024.", "User works as a nurse at São João hospital.", \
+{"3": ["User lives in Porto since May 2024.", "User works at São João hospital.", \
 "User's sister is named Ana.", "Ana visits User on Sunday 9 June 2024."]}
-(The cat Mia is already an existing memory and the marathon is an earlier message, so neither \
-is repeated; the assistant's reply holds no fact, so message 4 is left out.)
+(The marathon and the cat Mia are in an earlier message, so neither is repeated; the \
+assistant's reply holds no fact, so message 4 is left out.)
 
 Example 2.
 Conversation:
@@ -160,14 +158,6 @@ class PromptMessage:
     content: str
     name: str | None = None
     observed_at: str | None = None  # ISO 8601
-
-
-@dataclass(frozen=True)
-class ExistingMemory:
-    """An existing memory as shown to the model, under the alias that is its list position."""
-
-    text: str
-    observed_at: str | None = None
 
 
 def day(moment: str | datetime | None) -> str | None:
@@ -227,7 +217,6 @@ def build_facts_prompt(
     *,
     new_messages: Sequence[PromptMessage],
     recent: Sequence[PromptMessage],
-    existing: Sequence[ExistingMemory],
     now: datetime,
     instructions: str | None = None,
 ) -> Prompt:
@@ -243,23 +232,13 @@ def build_facts_prompt(
     for number, (stamp, message) in enumerate(_stamped([*context, *new_messages]), start=1):
         limit = RECENT_CHARS if number < first else NEW_MESSAGE_CHARS
         lines.append(f"{number}. {stamp}{_speaker(message)}: {_cut(message.content, limit)}")
-    lines.append("\nExisting memories:")
-    if existing:
-        lines += [f"- {_cut(m.text, 2 * MAX_FACT_CHARS)}" for m in existing]
-    else:
-        lines.append("(none)")
     numbers = list(range(first, first + len(new_messages)))
     named = " and ".join(str(n) for n in numbers)
     days = sorted({d for m in new_messages if (d := day(m.observed_at))})
     when = f" ({days[0] if days else day(now)})" if len(days) <= 1 else ""
     plural = "s" if len(numbers) > 1 else ""
     lines.append(f"\nNew message{plural}: {named}{when}.")
-    # The reminder sits next to the answer: without it the 1.5B model tends to re-copy the
-    # shown memories once there are several (measured: ~320 output tokens per add, 20 s).
-    lines.append(
-        f"Write only facts stated in message{plural} {named}; never copy an existing memory, "
-        "write what changed."
-    )
+    lines.append(f"Write only facts stated in message{plural} {named}.")
     subjects = [fact_subject(m) for m in new_messages]
     with_names = [f'message {n} with "{s}"' for n, s in zip(numbers, subjects, strict=True) if s]
     if with_names:

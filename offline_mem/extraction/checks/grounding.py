@@ -139,13 +139,13 @@ def drop_context_copies(
     lexicon: Lexicon = ENGLISH,
 ) -> tuple[list[Fact], list[Dropped]]:
     """Facts copied from the context instead of taken from the new messages are dropped. A copy
-    shares at least COPY_MIN_SHARED content words with one `context` text (a memory or a recent
-    message shown to the model), more than it shares with the new messages, and no word with the
-    new messages that this text lacks.
+    shares at least COPY_MIN_SHARED content words with one `context` text (a similar memory of
+    the scope, or a recent message shown to the model), more than it shares with the new
+    messages, and no word with the new messages that this text lacks.
 
     Measured on the side-by-side benchmark: the 1.5B model wrote "<speaker>'s cousin just moved to
     Ghent, funny coincidence." from the speaker's "I started a new job at Larkspur Bio", re-using
-    the shown memory "<other>'s cousin just moved to Ghent, funny coincidence." with the name
+    the memory "<other>'s cousin just moved to Ghent, funny coincidence." with the name
     swapped, and it superseded the true memory. A copy may share a word with the new messages by
     chance: "<other> got a scuba diving certificate two days ago", copied from a recent message,
     shares "day" with the new "I could eat it every day". An update shares words with the memory it
@@ -283,7 +283,7 @@ class Misattributions:
 
 
 class ContextCopies:
-    """Facts copied from the shown memories or recent messages dropped (`drop_context_copies`).
+    """Facts copied from the similar memories or recent messages dropped (`drop_context_copies`).
     With one model call per message, a call's context also holds the add's earlier messages:
     measured on real dialogue, the 1.5B model restated the other person's message just before
     under the writer's name ("<writer> won the regional cup at sixteen" from the writer's "Winning
