@@ -238,7 +238,10 @@ def build_facts_prompt(
     when = f" ({days[0] if days else day(now)})" if len(days) <= 1 else ""
     plural = "s" if len(numbers) > 1 else ""
     lines.append(f"\nNew message{plural}: {named}{when}.")
-    lines.append(f"Write only facts stated in message{plural} {named}.")
+    lines.append(
+        f"Write only facts stated in message{plural} {named}; write nothing for a greeting, a "
+        "question or a reply that states no fact."
+    )
     subjects = [fact_subject(m) for m in new_messages]
     with_names = [f'message {n} with "{s}"' for n, s in zip(numbers, subjects, strict=True) if s]
     if with_names:
