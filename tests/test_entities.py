@@ -61,3 +61,20 @@ def test_query_path_skips_the_recogniser_but_keeps_analysis_and_names(spacy_enti
     # The same text parsed for a write right after the query still gets spaCy's labels.
     kinds = {m.norm: m.kind for m in spacy_entities.extract(queries[0])}
     assert kinds.get("new york") == "GPE"
+
+
+@pytest.mark.real_model
+def test_opening_verbs_find_orders_and_advice_not_statements(spacy_entities):
+    sentences = [
+        "Push through and it'll be worth it.",
+        "Oh, don't forget to take breaks!",
+        "Mira, take it easy!",
+        "Let's plan a trip to the coast.",
+        "I pushed through the last mile.",
+        "She takes the bus to work.",
+        "Was it relaxing?",
+        "",
+    ]
+    assert spacy_entities.opening_verbs(sentences) == [
+        "push", "do", "take", "let", None, None, None, None,
+    ]  # fmt: skip

@@ -47,14 +47,14 @@ def test_the_pipeline_keeps_rewrites_and_drops_with_reasons() -> None:
         Fact("User adopted a cat called Pepper yesterday.", "user", (0,)),
         Fact("User is named Ana.", "user", (0,)),  # no word of Ana's message (and only a name)
         Fact(
-            "User moved to Madrid with the cat.", "user", (0,)
+            "User adopted the cat Pepper in Madrid.", "user", (0,)
         ),  # no text the model saw says Madrid
     ]
     kept, dropped = check_facts(facts, context())
     assert [f.text for f in kept] == ["Ana adopted a cat called Pepper on 1 May 2024."]
     assert dropped == [
         ("User is named Ana.", "shares no content word with its message"),
-        ("User moved to Madrid with the cat.", "names 'Madrid', which no message says"),
+        ("User adopted the cat Pepper in Madrid.", "names 'Madrid', which no message says"),
     ]
 
 

@@ -1,6 +1,7 @@
 """A fact of a named speaker's message that shares no content word with that message is dropped
-(the other person's news, the prompt's example or small talk written under the writer's name);
-a fact with a word of its message stays, and so does a paraphrase of an unnamed user."""
+(the other person's news, the prompt's example or small talk written under the writer's name),
+and so is one of three or more content words of which at most a third are in the message; a
+fact with enough words of its message stays, and so does a paraphrase of an unnamed user."""
 
 from __future__ import annotations
 
@@ -51,3 +52,29 @@ def test_an_unnamed_users_paraphrase_stays_and_the_check_runs_in_every_add():
     kept, dropped = UnsupportedFacts().check([Fact("User is vegetarian.", "user", (0,))], ctx)
     assert [f.text for f in kept] == ["User is vegetarian."] and dropped == []
     assert any(isinstance(c, UnsupportedFacts) for c in FACT_CHECKS)
+
+
+def test_a_fact_with_a_third_or_less_of_its_words_in_its_message_is_dropped():
+    ctx = _context(
+        ("Lena", "user", "I signed up for a gym membership and I go three times a week."),
+        ("Rui", "assistant", "That's awesome! Keep going and have fun!"),
+    )
+    facts = [
+        # Lena's news under Rui's name: of "start", "exercis", "regul", "go", "gym" one is his
+        Fact("Rui started exercising regularly by going to the gym.", "assistant", (1,)),
+        Fact("Rui thinks it is awesome.", "assistant", (1,)),  # 1 of 2 words: too few to judge
+        Fact("Lena goes to the gym three times a week on Mondays.", "user", (0,)),
+        Fact("Lena signed up for a gym membership in May.", "user", (0,)),
+    ]
+    kept, dropped = UnsupportedFacts().check(facts, ctx)
+    assert [f.text for f in kept] == [
+        "Rui thinks it is awesome.",
+        "Lena goes to the gym three times a week on Mondays.",
+        "Lena signed up for a gym membership in May.",
+    ]
+    assert dropped == [
+        (
+            "Rui started exercising regularly by going to the gym.",
+            "shares 1 of its 5 content words with its message",
+        )
+    ]

@@ -58,6 +58,8 @@ class Lexicon:
     clause_joiners: frozenset[str]
     subject_words: frozenset[str]
     side_words: frozenset[str]  # the words the extraction prompt uses for the two sides
+    # verbs whose order includes the speaker ("Let's plan a trip"): a plan, not advice
+    proposal_verbs: frozenset[str]
     numbers: Mapping[str, int]  # number words of relative dates ("two days ago")
     # words that, right before a relative date phrase, already say "when" ("since yesterday")
     prepositions: frozenset[str]
@@ -204,6 +206,7 @@ ENGLISH = Lexicon(
     possessive_suffixes=("'s ", "’s "),
     naming_words=frozenset({"name", "named", "names", "called", "call", "calls", "goes", "go"}),
     side_words=frozenset({"user", "assistant"}),
+    proposal_verbs=frozenset({"let"}),
     change_words=frozenset(
         """
         now anymore longer instead nowadays switched switching swapped changed changing replaced

@@ -157,6 +157,7 @@ def plan_facts(
         seen=[r.text for r in seen] + [m.content for m in recent],
         stored=request.messages, now=request.now,
         people_in=lambda texts: _names_in(models.entities, texts), lexicon=models.lexicon,
+        opening_verbs=models.entities.opening_verbs,
     )  # fmt: skip
     facts, dropped = check_facts(facts, checks)
     if not facts:

@@ -73,6 +73,14 @@ class EntityExtractor(ABC):
         (nlp.query_entity_norms), so an extractor may skip costly recognition here."""
         return self.extract(text)
 
+    def opening_verbs(self, sentences: Sequence[str]) -> list[str | None]:
+        """For each sentence, the verb it opens with when that verb is in its base form with no
+        subject before it ("Push through!", "Oh, don't forget..."; interjections, adverbs,
+        conjunctions and a name before a comma skipped), lowercased; else None. What a sentence
+        orders or advises is no fact of anyone (checks/advice.py). The default has no
+        part-of-speech tagger and finds none."""
+        return [None for _ in sentences]
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model; the default holds none."""
 
@@ -119,8 +127,42 @@ class SpacyEntities(EntityExtractor):
 
         return _from_doc(parse(self._load(entities=False), [text], query=True)[0])
 
+    def opening_verbs(self, sentences: Sequence[str]) -> list[str | None]:
+        from .spacy_pipeline import parse
+
+        docs = parse(self._load(entities=False), sentences, query=True) if sentences else []
+        return [_opening_verb(doc) for doc in docs]
+
     def close(self) -> None:
         self._folder = None
+
+
+# what may come before a sentence's opening verb: "Oh,", "So", "And", "Just", "Definitely,"
+_BEFORE_THE_VERB = frozenset({"INTJ", "PUNCT", "CCONJ", "ADV", "SPACE"})
+
+
+def _opening_verb(doc: Any) -> str | None:
+    tokens = list(doc)
+    i = 0
+    while i < len(tokens):
+        vocative = tokens[i].pos_ == "PROPN" and i + 1 < len(tokens) and tokens[i + 1].text == ","
+        if tokens[i].pos_ not in _BEFORE_THE_VERB and not vocative:
+            break
+        i += 1
+    if i == len(tokens):
+        return None
+    first = tokens[i]
+    # a base form ("VB" in English's tag set) or a pipeline's imperative mood
+    base = first.tag_ == "VB" or "Imp" in first.morph.get("Mood")
+    # "don't forget": spaCy tags a lowercase "do" before "n't" as present tense
+    after = tokens[i + 1 : i + 3]
+    negated = (
+        first.lemma_ == "do"
+        and len(after) == 2
+        and after[0].pos_ == "PART"
+        and after[1].tag_ == "VB"
+    )
+    return first.lower_ if first.pos_ in ("VERB", "AUX") and (base or negated) else None
 
 
 def _from_doc(doc: Any) -> list[EntityMention]:

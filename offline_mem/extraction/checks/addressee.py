@@ -28,7 +28,7 @@ from ..lexicon import ENGLISH, Lexicon
 from ..speakers import PLAIN_NAME
 from .base import CheckContext, Dropped, Speakers
 from .content_words import words_of
-from .grounding import SENTENCE, source_sentence
+from .grounding import SENTENCE, first_sentence, source_sentence
 
 
 def _plain_name(message: NewMessage) -> str | None:
@@ -58,7 +58,7 @@ def move_addressed_facts(
             continue
         # the fact's first sentence is its claim: a fact that runs on ("<speaker> found the
         # perfect spot for the store. Way to go!") is matched by what it says first
-        claim = Fact(_first_sentence(fact.text), fact.attributed_to, fact.sources)
+        claim = Fact(first_sentence(fact.text), fact.attributed_to, fact.sources)
         sentence = source_sentence(claim, messages, speakers.every, lexicon)
         said = set(words_of(sentence))
         owned = _owned_by_addressee(rest, messages[fact.sources[0]].content, lexicon)
@@ -85,10 +85,6 @@ def _owned_by(owners: frozenset[str], said: Sequence[str]) -> set[str]:
     """The words at most OWNED_WINDOW after one of `owners` in `said`."""
     starts = [i + 1 for i, word in enumerate(said) if word in owners]
     return {w for start in starts for w in said[start : start + OWNED_WINDOW]}
-
-
-def _first_sentence(text: str) -> str:
-    return next((s.strip() for s in SENTENCE.findall(text) if s.strip()), text)
 
 
 def _owned_by_addressee(rest: str, content: str, lexicon: Lexicon) -> bool:

@@ -72,6 +72,10 @@ class _NamesOnce:
         return [list(self._found[t]) for t in texts]
 
 
+def _no_verbs(sentences: Sequence[str]) -> list[str | None]:
+    return [None for _ in sentences]
+
+
 @dataclass(frozen=True)
 class CheckContext:
     """What the checks of one add may read."""
@@ -87,6 +91,9 @@ class CheckContext:
     # the model calls of the add, as lists of plan indexes (planner.extraction_groups): a fact
     # is grounded among its own call's messages; empty: one call for all of `shown`
     groups: Sequence[Sequence[int]] = ()
+    # the base-form verb each sentence opens with, else None (EntityExtractor.opening_verbs);
+    # the default, without a tagger, finds none
+    opening_verbs: Callable[[Sequence[str]], list[str | None]] = field(default=_no_verbs)
     speakers: Speakers = field(init=False)
 
     def __post_init__(self) -> None:

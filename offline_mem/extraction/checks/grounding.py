@@ -108,6 +108,12 @@ def drop_subject_swaps(
     return kept, dropped
 
 
+def first_sentence(text: str) -> str:
+    """A fact's first sentence: its claim, when the model ran on with its message's words
+    ("<speaker> found the perfect spot for the store. Way to go!")."""
+    return next((s.strip() for s in SENTENCE.findall(text) if s.strip()), text)
+
+
 def source_sentence(
     fact: Fact, messages: Sequence[NewMessage], names: frozenset[str], lexicon: Lexicon
 ) -> str:

@@ -1,12 +1,12 @@
 """The fact checks in the order an add runs them (base.FactCheck), and `check_facts`.
 
 Order matters: grounding first corrects each fact's source message and speaker, which the later
-checks read; then the drops (facts of a named speaker that share no word with their message;
-copies of a new message; facts about the person a message speaks
-to, moved to them or dropped; copies of the context, invented names, a third person's deed
-moved onto the user); then a fact running on with its message's own words is cut back to its
-third-person opening, and facts that only name a speaker go; last the rewrites of the facts
-that stay ("User" named, relative dates resolved), so a dropped fact costs no rewrite.
+checks read; then the drops (facts of a named speaker that share too few words with their
+message; advice or an order written as a deed; copies of a new message; facts about the person
+a message speaks to, moved to them or dropped; copies of the context, invented names, a third
+person's deed moved onto the user); then a fact running on with its message's own words is cut
+back to its third-person opening, and facts that only name a speaker go; last the rewrites of
+the facts that stay ("User" named, relative dates resolved), so a dropped fact costs no rewrite.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from ..admission import Fact
 from .addressee import AddressedFacts
+from .advice import AdviceFacts
 from .base import CheckContext, Dropped, FactCheck
 from .copied_tails import CopiedTails
 from .fact_dates import RelativeDates
@@ -32,6 +33,7 @@ from .unsupported import UnsupportedFacts
 FACT_CHECKS: tuple[FactCheck, ...] = (
     Misattributions(),
     UnsupportedFacts(),
+    AdviceFacts(),
     TurnCopies(),
     AddressedFacts(),
     ContextCopies(),

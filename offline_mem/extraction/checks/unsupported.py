@@ -1,11 +1,14 @@
-"""Facts of a named speaker's message that share no content word with it are dropped.
+"""Facts of a named speaker's message that share too few content words with it are dropped.
 
 Every fact of a named speaker's message opens with the speaker's name (prompts.fact_subject), so
 the 1.5B model writes something under that name even for a turn that states nothing: a reply of
 thanks or praise, a question. On real dialogue most facts that share no content word (stop
-words, speakers' names and numbers left out, crudely stemmed) with their message were wrong: the
-other person's news under the writer's name, the prompt's worked example, small talk
-(docs/design/fact-checks.md).
+words, speakers' names, numbers and calendar words left out, crudely stemmed) with their message
+were wrong: the other person's news under the writer's name, the prompt's worked example, small
+talk (docs/design/fact-checks.md). So were most facts of three or more content words of which at
+most a third are in the message: the other speaker's earlier turn under this speaker's name
+("<writer> started going to the gym" from "That's awesome, keep going!"), with one word in
+common.
 
 A message without a plain name keeps such facts: there a paraphrase ("User is vegetarian" from
 "I don't eat meat") is what the model is asked for, and no real user/assistant chat was at hand
@@ -15,26 +18,46 @@ to show what dropping them would cost (grounding.py leaves them alone for that r
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 
 from ..admission import Fact
 from ..speakers import PLAIN_NAME
 from .base import CheckContext, Dropped
 from .content_words import content_stems
 
+# A fact needs more than this share of its content words in its message, once it has at least
+# SHARE_FROM of them (a two-word fact with one word in common is too little to judge).
+LEAST_SHARE = Fraction(1, 3)
+SHARE_FROM = 3
+
+
+def support_of(fact: str, said: set[str], ignored: frozenset[str], ctx: CheckContext) -> str:
+    """Why `fact` is not supported by the content words `said`, or "" when it is."""
+    words = content_stems(fact, ignored, ctx.lexicon)
+    shared = words & said
+    if not shared:
+        return "shares no content word with its message"
+    if len(words) >= SHARE_FROM and Fraction(len(shared), len(words)) <= LEAST_SHARE:
+        return f"shares {len(shared)} of its {len(words)} content words with its message"
+    return ""
+
 
 class UnsupportedFacts:
-    """Facts of a named speaker that share no content word with their source messages dropped."""
+    """Facts of a named speaker that share too few content words with their source messages
+    dropped."""
 
     def check(self, facts: Sequence[Fact], ctx: CheckContext) -> tuple[list[Fact], list[Dropped]]:
-        names = ctx.speakers.every
+        # when a fact happened says nothing of what happened: calendar words are left out
+        ignored = ctx.speakers.every | ctx.lexicon.months | frozenset(ctx.lexicon.weekdays)
         kept: list[Fact] = []
         dropped: list[Dropped] = []
         for fact in facts:
             sources = [ctx.messages[i] for i in fact.sources]
             named = all(PLAIN_NAME.fullmatch((m.name or "").strip()) for m in sources)
-            said = set().union(*(content_stems(m.content, names, ctx.lexicon) for m in sources))
-            if named and sources and not content_stems(fact.text, names, ctx.lexicon) & said:
-                dropped.append((fact.text, "shares no content word with its message"))
+            said = set().union(*(content_stems(m.content, ignored, ctx.lexicon) for m in sources))
+            why = support_of(fact.text, said, ignored, ctx) if named and sources else ""
+            if why:
+                dropped.append((fact.text, why))
             else:
                 kept.append(fact)
         return kept, dropped
