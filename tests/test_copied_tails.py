@@ -1,5 +1,6 @@
-"""Facts that run on with their message's own words are cut back to the third-person opening
-(extraction/checks/copied_tails.py)."""
+"""Facts that run on with their message's own words are cut back to the third-person opening,
+and a named speaker's fact to its clauses in the third person, or dropped when its first clause
+speaks as a person (extraction/checks/copied_tails.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ import pytest
 
 from offline_mem.extraction.admission import Fact
 from offline_mem.extraction.checks.base import CheckContext
-from offline_mem.extraction.checks.copied_tails import CopiedTails, third_person_opening
+from offline_mem.extraction.checks.copied_tails import (
+    CopiedTails,
+    PersonClauses,
+    clauses_as_a_third_person,
+    third_person_opening,
+)
 from offline_mem.extraction.checks.pipeline import check_facts
 from offline_mem.store.records import NewMessage
 
@@ -65,3 +71,41 @@ def test_the_pipeline_keeps_the_cut_fact_with_its_source() -> None:
     ]
     alone, none = CopiedTails().check(facts, ctx)
     assert [f.text for f in alone] == ["Ana opened a bakery last week."] and none == []
+
+
+@pytest.mark.parametrize(
+    ("fact", "kept"),
+    [
+        ("Nate made a cake with berries on it, maybe you would like that!",
+         "Nate made a cake with berries on it."),
+        ("Ivo did well in the tournament; I made it to the semis.",
+         "Ivo did well in the tournament."),
+        ("Rui will keep you posted.", ""),
+        ("Ana's dogs go nuts when we go on hikes!", ""),
+        ("Rui adopted a cat, a tabby called Pepper.", "Rui adopted a cat, a tabby called Pepper."),
+    ],
+)  # fmt: skip
+def test_a_clause_speaking_as_a_person_ends_the_fact(fact: str, kept: str) -> None:
+    assert clauses_as_a_third_person(fact) == kept
+
+
+def test_only_a_named_speakers_fact_is_cut_or_dropped() -> None:
+    messages = [
+        NewMessage("m0", "user", "Keep you posted! I'm no longer vegetarian, by the way.", "Rui",
+                   "2024-05-02T10:00:00"),
+        NewMessage("m1", "user", "I started eating meat again, I'm no longer vegetarian.", None,
+                   "2024-05-02T10:00:00"),
+    ]  # fmt: skip
+    ctx = CheckContext(
+        messages=messages, shown=[0, 1], seen=[], stored=messages, now=datetime(2024, 5, 2, 12),
+        people_in=lambda texts: [[] for _ in texts],
+    )  # fmt: skip
+    facts = [
+        Fact("Rui will keep you posted.", "user", (0,)),
+        Fact("User started eating meat again, I'm no longer vegetarian.", "user", (1,)),
+    ]
+    kept, dropped = PersonClauses().check(facts, ctx)
+    assert kept == [facts[1]]  # no name to write for an unnamed user: the change stays whole
+    assert dropped == [
+        ("Rui will keep you posted.", "speaks as a person: whom 'I' or 'you' means is lost")
+    ]

@@ -15,6 +15,11 @@ favourite memory was ..."). The first part that is a question or holds a first- 
 second-person word, after the opening one, ends the fact. The opening part itself is never cut:
 "User started eating meat again, I'm no longer vegetarian." is one sentence and stays whole
 (the change a supersession needs).
+
+`PersonClauses` goes further for a named speaker's fact, where every person has a name to
+write: what still speaks as a person is cut at its clause ("<name> made a cake with berries, maybe
+you would like that!"), and a fact whose first clause does ("<name> will keep you posted.") is
+dropped: no reader can tell whom its "you" or "we" means.
 """
 
 from __future__ import annotations
@@ -25,11 +30,14 @@ from dataclasses import replace
 
 from ..admission import Fact
 from ..lexicon import ENGLISH, Lexicon
+from ..speakers import PLAIN_NAME
 from .base import CheckContext, Dropped
 from .content_words import WORD
 
 # Where a fact's parts meet: after a sentence's end, or a dash with spaces around it.
 _BOUNDARY = re.compile(r"(?<=[.!?])\s+|\s+[-–—]\s+")
+# Where a clause of a sentence ends: a comma or a semicolon.
+_CLAUSE_END = re.compile(r"[,;]\s+")
 _ENDS = ".!?"
 
 
@@ -71,3 +79,35 @@ class CopiedTails:
             opening = third_person_opening(fact.text, ctx.lexicon)
             kept.append(fact if opening == fact.text else replace(fact, text=opening))
         return kept, []
+
+
+def clauses_as_a_third_person(text: str, lexicon: Lexicon = ENGLISH) -> str:
+    """The fact up to its first clause that speaks as a person; "" when its first one does."""
+    start = 0
+    for cut in [*_CLAUSE_END.finditer(text), None]:
+        end = cut.start() if cut else len(text)
+        if speaks_as_a_person(text[start:end], lexicon):
+            kept = text[:start].rstrip().rstrip(",;").rstrip()
+            return "" if not kept else kept if kept.endswith(tuple(_ENDS)) else kept + "."
+        start = cut.end() if cut else end
+    return text
+
+
+class PersonClauses:
+    """A named speaker's fact cut at its first clause that speaks as a person, or dropped when
+    its first clause does (`clauses_as_a_third_person`)."""
+
+    def check(self, facts: Sequence[Fact], ctx: CheckContext) -> tuple[list[Fact], list[Dropped]]:
+        kept: list[Fact] = []
+        dropped: list[Dropped] = []
+        for fact in facts:
+            sources = [ctx.messages[i] for i in fact.sources]
+            named = bool(sources) and all(
+                PLAIN_NAME.fullmatch((m.name or "").strip()) for m in sources
+            )
+            text = clauses_as_a_third_person(fact.text, ctx.lexicon) if named else fact.text
+            if not text:
+                dropped.append((fact.text, "speaks as a person: whom 'I' or 'you' means is lost"))
+            else:
+                kept.append(fact if text == fact.text else replace(fact, text=text))
+        return kept, dropped

@@ -5,7 +5,8 @@ checks read; then the drops (facts of a named speaker that share too few words w
 message; advice or an order written as a deed; copies of a new message; facts about the person
 a message speaks to, moved to them or dropped; copies of the context, invented names, a third
 person's deed moved onto the user); then a fact running on with its message's own words is cut
-back to its third-person opening, and facts that only name a speaker go; last the rewrites of
+back to its third-person opening (a named speaker's, to its clauses in the third person), and
+facts that only name a speaker go; last the rewrites of
 the facts that stay ("User" named, relative dates resolved), so a dropped fact costs no rewrite.
 """
 
@@ -17,7 +18,7 @@ from ..admission import Fact
 from .addressee import AddressedFacts
 from .advice import AdviceFacts
 from .base import CheckContext, Dropped, FactCheck
-from .copied_tails import CopiedTails
+from .copied_tails import CopiedTails, PersonClauses
 from .fact_dates import RelativeDates
 from .grounding import (
     ContextCopies,
@@ -40,6 +41,7 @@ FACT_CHECKS: tuple[FactCheck, ...] = (
     InventedNames(),
     SubjectSwaps(),
     CopiedTails(),
+    PersonClauses(),
     NameOnlyFacts(),
     UserPlaceholders(),
     RelativeDates(),
