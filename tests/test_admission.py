@@ -166,3 +166,16 @@ def test_stems_meet_across_a_final_e():
     names = frozenset({"user", "assistant"})
     assert share_a_content_word("User baked bread.", "User likes to bake.", names)
     assert share_a_content_word("User's son is named Leo.", "User chose the name Leo.", names)
+
+
+def test_near_duplicates_about_another_subject_both_stay():
+    # the fake embedder embeds a bag of words: the two facts embed identically, but the first
+    # is about Ana and the second about Rui
+    shown = [record(0, "Ana thanks Rui for his help.")]
+    _, out = run(answer("Rui thanks Ana for his help."), shown=shown)
+    assert [m.text for m in out.memories] == ["Rui thanks Ana for his help."]
+    assert out.merges == []
+    _, out = run(answer("Ana thanks Rui for his help", (2, "Rui thanks Ana for his help")))
+    assert len(out.memories) == 2 and out.merges == []
+    _, out = run(answer("ana thanks rui for his help!"), shown=shown)
+    assert [m.memory_id for m in out.merges] == ["mem-0"]

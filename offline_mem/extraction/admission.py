@@ -8,10 +8,10 @@ Two steps, with the embedding done by the caller in between:
 2. `admit` merges exact duplicates (the MD5 of the text, as Mem0, against the scope's active
    memories and the batch) and near-duplicates (cosine similarity of the embeddings at or above
    `NEAR_DUPLICATE_THRESHOLD`, against the scope's memories most similar to the new messages and the
-   batch) into the memory that says it already: no second memory, but that memory gains the new
-   messages as sources (a MERGE history row for a stored one), so what was said twice is
-   recorded as said twice. It builds the `NewMemory` and `MergedFact` objects and Mem0-shaped
-   result items.
+   batch, among those about the same subject) into the memory that says it already: no second
+   memory, but that memory gains the new messages as sources (a MERGE history row for a stored
+   one), so what was said twice is recorded as said twice. It builds the `NewMemory` and
+   `MergedFact` objects and Mem0-shaped result items.
 
 Which old memory a new fact supersedes is not the model's answer: it is asked afterwards, one
 pair at a time (`supersession.py`), and recorded with `Admission.record_supersession`.
@@ -19,6 +19,7 @@ pair at a time (`supersession.py`), and recorded with `Admission.record_superses
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -34,6 +35,7 @@ from ..values import content_hash
 # Portugal." score 0.93-0.99, while facts that differ in one value ("lives in Porto" / "lives in
 # Lisbon") score 0.75-0.90 and must both survive (one may supersede the other).
 NEAR_DUPLICATE_THRESHOLD = 0.95
+_WORD = re.compile(r"[^\W_]+")
 
 ATTRIBUTIONS = ("user", "assistant")
 
@@ -159,7 +161,10 @@ def admit(facts: Sequence[Fact], vectors: np.ndarray, ctx: AdmissionContext) -> 
             out.merge_into_new(kept_hashes[digest], fact)
             continue
         existing = _similarities(vector, ctx.existing_vectors)
+        if ctx.existing:
+            existing = _same_subject_only(fact.text, [r.text for r in ctx.existing], existing)
         batch = _similarities(vector, np.asarray(kept_vectors)) if kept_vectors else existing[:0]
+        batch = _same_subject_only(fact.text, [m.text for m in out.memories], batch)
         best_existing, best_batch = existing.max(initial=-1.0), batch.max(initial=-1.0)
         if max(best_existing, best_batch) >= NEAR_DUPLICATE_THRESHOLD:
             if best_batch >= best_existing:
@@ -182,6 +187,21 @@ def _latest_date(fact: Fact, ctx: AdmissionContext) -> str | None:
     stamps = [ctx.messages[i].observed_at for i in fact.sources]
     known = [s for s in stamps if s is not None]
     return max(known) if known else None
+
+
+def subject_of(text: str) -> str:
+    """A fact's first word, lowercased, without a possessive: who the fact is about, as the
+    prompt has every fact open with its subject ("Ana's cat ..." -> "ana")."""
+    return next(iter(_WORD.findall(text.lower())), "")
+
+
+def _same_subject_only(text: str, others: Sequence[str], similarities: np.ndarray) -> np.ndarray:
+    """`similarities` with those of facts about another subject set to -1: "Ana thanks Rui for
+    his help" and "Rui thanks Ana for her help" embed within 0.95 of each other (measured: a
+    MERGE of the two on the dev set) but are two facts."""
+    subject = subject_of(text)
+    keep = np.array([subject_of(other) == subject for other in others], dtype=bool)
+    return np.where(keep, similarities, np.float32(-1.0)) if len(others) else similarities
 
 
 def _similarities(vector: np.ndarray, matrix: np.ndarray) -> np.ndarray:
