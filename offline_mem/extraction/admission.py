@@ -19,7 +19,6 @@ pair at a time (`supersession.py`), and recorded with `Admission.record_superses
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -29,13 +28,13 @@ import numpy as np
 
 from ..store.records import MemoryRecord, MergedFact, NewMemory, NewMessage, keyword_text
 from ..values import content_hash
+from .checks.content_words import same_subject
 
 # all-MiniLM-L6-v2 cosine similarity at or above which two facts say the same thing. Measured on
 # the extraction benchmark: rephrasings such as "User lives in Porto." / "User lives in Porto,
 # Portugal." score 0.93-0.99, while facts that differ in one value ("lives in Porto" / "lives in
 # Lisbon") score 0.75-0.90 and must both survive (one may supersede the other).
 NEAR_DUPLICATE_THRESHOLD = 0.95
-_WORD = re.compile(r"[^\W_]+")
 
 ATTRIBUTIONS = ("user", "assistant")
 
@@ -189,18 +188,11 @@ def _latest_date(fact: Fact, ctx: AdmissionContext) -> str | None:
     return max(known) if known else None
 
 
-def subject_of(text: str) -> str:
-    """A fact's first word, lowercased, without a possessive: who the fact is about, as the
-    prompt has every fact open with its subject ("Ana's cat ..." -> "ana")."""
-    return next(iter(_WORD.findall(text.lower())), "")
-
-
 def _same_subject_only(text: str, others: Sequence[str], similarities: np.ndarray) -> np.ndarray:
     """`similarities` with those of facts about another subject set to -1: "Ana thanks Rui for
     his help" and "Rui thanks Ana for her help" embed within 0.95 of each other (measured: a
     MERGE of the two on the dev set) but are two facts."""
-    subject = subject_of(text)
-    keep = np.array([subject_of(other) == subject for other in others], dtype=bool)
+    keep = np.array([same_subject(text, other) for other in others], dtype=bool)
     return np.where(keep, similarities, np.float32(-1.0)) if len(others) else similarities
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from ..pinned.extractor import Extractor, Prompt
 from ..store.records import MemoryRecord, NewMemory
 from .admission import Admission
-from .checks.content_words import share_a_content_word, words_of
+from .checks.content_words import same_subject, share_a_content_word, words_of
 from .checks.grounding import closest_sentence
 from .lexicon import ENGLISH, Lexicon
 from .prompts import day, facts_system_prompt
@@ -114,7 +114,9 @@ def pairs_to_check(
 ) -> list[CheckPair]:
     """Each new memory (those `may_change` allows, all when None) with its most similar
     existing memory that shares a content word with it (`names`, the speakers' names, do not
-    count) and was said by the same speaker when both speakers are named; pairs below the floor
+    count), is about the same subject ("<name>'s father passed away" ends nothing of
+    "<name>'s mother", measured on the dev set) and was said by the same speaker when both
+    speakers are named; pairs below the floor
     dropped; at most MAX_CHECKS, most similar first; an old memory is checked once."""
     if not len(existing):
         return []
@@ -126,8 +128,10 @@ def pairs_to_check(
         similar = matrix @ np.asarray(memory.vector, dtype=np.float32)
         for j in np.argsort(-similar, kind="stable"):
             old = existing[int(j)]
-            if same_speaker(memory.actor_id, old.actor_id) and share_a_content_word(
-                memory.text, old.text, names, lexicon
+            if (
+                same_speaker(memory.actor_id, old.actor_id)
+                and same_subject(memory.text, old.text, lexicon)
+                and share_a_content_word(memory.text, old.text, names, lexicon)
             ):
                 candidates.append(CheckPair(index, int(j), float(similar[int(j)])))
                 break

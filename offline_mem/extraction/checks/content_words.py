@@ -43,3 +43,23 @@ def share_a_content_word(
     about the same thing."""
     ignored = names | lexicon.months
     return bool(content_stems(first, ignored, lexicon) & content_stems(second, ignored, lexicon))
+
+
+def subject_of(text: str, lexicon: Lexicon = ENGLISH) -> tuple[str, str | None]:
+    """Whom a fact is about, as the prompt has every fact open with it: its first word,
+    lowercased, and the word after a possessive when it opens with one ("Ana's mother ..." ->
+    ("ana", "mother"); "Ana moved ..." -> ("ana", None))."""
+    opening = text.lstrip()
+    first = next(iter(WORD.findall(opening)), "")
+    rest = opening[len(first) :] if opening[: len(first)] == first else ""
+    suffix = next((s for s in lexicon.possessive_suffixes if rest.startswith(s)), None)
+    owned = words_of(rest[len(suffix) :])[:1] if suffix else []
+    return first.lower(), owned[0] if owned else None
+
+
+def same_subject(first: str, second: str, lexicon: Lexicon = ENGLISH) -> bool:
+    """Whether two facts may be about the same person or thing: the same opening word, and,
+    when both open with a possessive, the same thing owned ("Ana's mother" is not "Ana's
+    father"; "Ana's job" may be what "Ana works ..." is about)."""
+    (a, a_owned), (b, b_owned) = subject_of(first, lexicon), subject_of(second, lexicon)
+    return a == b and (a_owned is None or b_owned is None or a_owned == b_owned)
