@@ -14,6 +14,7 @@ from offline_mem.extraction.checks.copied_tails import (
     CopiedTails,
     PersonClauses,
     clauses_as_a_third_person,
+    sentences_naming_their_subject,
     third_person_opening,
 )
 from offline_mem.extraction.checks.pipeline import check_facts
@@ -109,3 +110,20 @@ def test_only_a_named_speakers_fact_is_cut_or_dropped() -> None:
     assert dropped == [
         ("Rui will keep you posted.", "speaks as a person: whom 'I' or 'you' means is lost")
     ]
+
+
+@pytest.mark.parametrize(
+    ("fact", "kept"),
+    [
+        ("Ana chose a comfy sofa. The lamp adds a glam feel.", "Ana chose a comfy sofa."),
+        ("Ana found the perfect spot. Way to go! [shares a photo: a shop]",
+         "Ana found the perfect spot."),
+        ("Rui is excited! This is gonna be great!", "Rui is excited!"),
+        ("Ana adopted a cat. Ana calls her Pepper.", "Ana adopted a cat. Ana calls her Pepper."),
+        ("Rui lives in St. Louis now.", "Rui lives in St. Louis now."),
+        ("Rui is 5 ft. tall and met Dr. Lima.", "Rui is 5 ft. tall and met Dr. Lima."),
+        ("Ana moved to the U.S. last year.", "Ana moved to the U.S. last year."),
+    ],
+)  # fmt: skip
+def test_a_later_sentence_without_its_own_subject_ends_the_fact(fact: str, kept: str) -> None:
+    assert sentences_naming_their_subject(fact, frozenset({"ana", "rui", "user"})) == kept

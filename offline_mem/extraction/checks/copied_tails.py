@@ -19,7 +19,10 @@ second-person word, after the opening one, ends the fact. The opening part itsel
 `PersonClauses` goes further for a named speaker's fact, where every person has a name to
 write: what still speaks as a person is cut at its clause ("<name> made a cake with berries, maybe
 you would like that!"), and a fact whose first clause does ("<name> will keep you posted.") is
-dropped: no reader can tell whom its "you" or "we" means.
+dropped: no reader can tell whom its "you" or "we" means. A later sentence that does not open
+with a speaker's name is the turn copied on after the claim, and is cut too ("<name> is busy
+with her pets. It's really fulfilling."): one fact per stated thing, and the turn itself is
+stored as evidence.
 """
 
 from __future__ import annotations
@@ -93,9 +96,28 @@ def clauses_as_a_third_person(text: str, lexicon: Lexicon = ENGLISH) -> str:
     return text
 
 
+# A sentence ends at "!" or "?", or at "." after a word that is no abbreviation: one of three
+# letters or more that is not capitalised short ("St. Louis", "Dr. Lima", "5 ft. tall" go on).
+_SENTENCE_END = re.compile(r"(?<=[!?])\s+|(?<=[^\W\d_]{3})(?<!\b[A-Z][a-z]{2})\.\s+(?=\S)")
+
+
+def sentences_naming_their_subject(text: str, names: frozenset[str]) -> str:
+    """The fact up to its first later sentence that does not open with one of `names` (the
+    speakers' name words): "<name> chose furniture that is comfy. The chandelier adds a glam
+    feel." is the turn copied on after its claim; "<name> adopted a cat. <name> calls her
+    Pepper." is two claims, each with its subject."""
+    for cut in _SENTENCE_END.finditer(text):
+        first = next(iter(WORD.findall(text[cut.end() :])), "").lower()
+        if first not in names:
+            kept = text[: cut.start()].rstrip()
+            return kept if kept.endswith(tuple(_ENDS)) else kept + "."
+    return text
+
+
 class PersonClauses:
     """A named speaker's fact cut at its first clause that speaks as a person, or dropped when
-    its first clause does (`clauses_as_a_third_person`)."""
+    its first clause does (`clauses_as_a_third_person`), then cut at its first later sentence
+    without a subject of its own (`sentences_naming_their_subject`)."""
 
     def check(self, facts: Sequence[Fact], ctx: CheckContext) -> tuple[list[Fact], list[Dropped]]:
         kept: list[Fact] = []
@@ -106,6 +128,7 @@ class PersonClauses:
                 PLAIN_NAME.fullmatch((m.name or "").strip()) for m in sources
             )
             text = clauses_as_a_third_person(fact.text, ctx.lexicon) if named else fact.text
+            text = sentences_naming_their_subject(text, ctx.speakers.every) if named else text
             if not text:
                 dropped.append((fact.text, "speaks as a person: whom 'I' or 'you' means is lost"))
             else:
