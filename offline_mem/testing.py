@@ -1,5 +1,6 @@
 """Fakes for fast tests of the API: real subclasses of the model interfaces, deterministic,
-with a record of every call. Real models are exercised by their own tests."""
+with a record of every call, and the context a fact check reads (`check_context`). Real models
+are exercised by their own tests."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
+from datetime import datetime, timezone
 
 import numpy as np
 
+from .extraction.checks.base import CheckContext
 from .pinned.embedder import Embedder, normalize_rows
 from .values import EmbedderIdentity
 
@@ -51,6 +54,7 @@ from .extraction.prompts import first_new_number  # noqa: E402
 from .pinned.entities import EntityExtractor, unique_mentions  # noqa: E402
 from .pinned.entities import _mention as _entity_mention  # noqa: E402
 from .pinned.extractor import ExtractionOutput, Extractor, ExtractorIdentity, Prompt  # noqa: E402
+from .store.records import NewMessage  # noqa: E402
 from .values import EntityMention  # noqa: E402
 
 Script = dict[str, Any] | BaseException | Callable[[Prompt], dict[str, Any]]
@@ -163,3 +167,18 @@ class FakeEntities(EntityExtractor):
             unique_mentions(_entity_mention(m.group(0), "PROPER") for m in _CAPITALISED.finditer(t))
             for t in texts
         ]
+
+
+def check_context(*messages: tuple[str | None, str, str], **changes: Any) -> CheckContext:
+    """What a fact check reads for an add of `messages` ((name, role, content), every one new and
+    shown to the model), with no entity names found; `changes` replace any other field."""
+    plan = [
+        NewMessage(id=str(i), role=role, name=name, observed_at=None, content=content)
+        for i, (name, role, content) in enumerate(messages)
+    ]
+    values: dict[str, Any] = {
+        "messages": plan, "shown": list(range(len(plan))), "seen": [], "stored": plan,
+        "now": datetime(2025, 5, 1, tzinfo=timezone.utc),
+        "people_in": lambda texts: [[] for _ in texts],
+    }  # fmt: skip
+    return CheckContext(**(values | changes))

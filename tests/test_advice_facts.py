@@ -6,13 +6,12 @@ a statement."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timezone
 
 from offline_mem.extraction.admission import Fact
 from offline_mem.extraction.checks.advice import AdviceFacts
 from offline_mem.extraction.checks.base import CheckContext
 from offline_mem.extraction.checks.pipeline import FACT_CHECKS
-from offline_mem.store.records import NewMessage
+from offline_mem.testing import check_context
 
 # what a tagger reports for the sentences of these tests: the opening base-form verb
 OPENING = {
@@ -27,15 +26,7 @@ def _verbs(sentences: Sequence[str]) -> list[str | None]:
 
 
 def _context(*messages: tuple[str, str, str]) -> CheckContext:
-    plan = [
-        NewMessage(id=str(i), role=role, name=name, observed_at=None, content=content)
-        for i, (name, role, content) in enumerate(messages)
-    ]
-    return CheckContext(
-        messages=plan, shown=list(range(len(plan))), seen=[], stored=plan,
-        now=datetime(2025, 5, 1, tzinfo=timezone.utc), people_in=lambda ts: [[] for _ in ts],
-        opening_verbs=_verbs,
-    )  # fmt: skip
+    return check_context(*messages, opening_verbs=_verbs)
 
 
 def test_advice_to_the_other_person_is_dropped_and_statements_stay():
@@ -65,12 +56,7 @@ def test_an_order_about_the_speaker_keeps_its_fact_and_the_check_runs_in_every_a
 
 
 def test_without_a_tagger_nothing_is_dropped():
-    plan = [NewMessage(id="0", role="assistant", name="Ines", observed_at=None,
-                       content="Take it easy, Tom!")]  # fmt: skip
-    ctx = CheckContext(
-        messages=plan, shown=[0], seen=[], stored=plan,
-        now=datetime(2025, 5, 1, tzinfo=timezone.utc), people_in=lambda ts: [[] for _ in ts],
-    )  # fmt: skip
+    ctx = check_context(("Ines", "assistant", "Take it easy, Tom!"))
     fact = Fact("Tom takes it easy.", "assistant", (0,))
     assert AdviceFacts().check([fact], ctx) == ([fact], [])
 

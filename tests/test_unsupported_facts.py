@@ -5,28 +5,14 @@ fact with enough words of its message stays, and so does a paraphrase of an unna
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 from offline_mem.extraction.admission import Fact
-from offline_mem.extraction.checks.base import CheckContext
 from offline_mem.extraction.checks.pipeline import FACT_CHECKS
 from offline_mem.extraction.checks.unsupported import UnsupportedFacts
-from offline_mem.store.records import NewMessage
-
-
-def _context(*messages: tuple[str | None, str, str]) -> CheckContext:
-    plan = [
-        NewMessage(id=str(i), role=role, name=name, observed_at=None, content=content)
-        for i, (name, role, content) in enumerate(messages)
-    ]
-    return CheckContext(
-        messages=plan, shown=list(range(len(plan))), seen=[], stored=plan,
-        now=datetime(2025, 5, 1, tzinfo=timezone.utc), people_in=lambda ts: [[] for _ in ts],
-    )  # fmt: skip
+from offline_mem.testing import check_context
 
 
 def test_a_named_speakers_fact_without_a_word_of_their_message_is_dropped():
-    ctx = _context(
+    ctx = check_context(
         ("Lena", "user", "I finally got my pottery wheel, and I already made two bowls!"),
         ("Rui", "assistant", "Woohoo, that's awesome! Any plans for what to make next?"),
     )
@@ -48,14 +34,14 @@ def test_a_named_speakers_fact_without_a_word_of_their_message_is_dropped():
 
 
 def test_an_unnamed_users_paraphrase_stays_and_the_check_runs_in_every_add():
-    ctx = _context((None, "user", "I don't eat meat."), (None, "assistant", "Noted!"))
+    ctx = check_context((None, "user", "I don't eat meat."), (None, "assistant", "Noted!"))
     kept, dropped = UnsupportedFacts().check([Fact("User is vegetarian.", "user", (0,))], ctx)
     assert [f.text for f in kept] == ["User is vegetarian."] and dropped == []
     assert any(isinstance(c, UnsupportedFacts) for c in FACT_CHECKS)
 
 
 def test_a_fact_with_a_third_or_less_of_its_words_in_its_message_is_dropped():
-    ctx = _context(
+    ctx = check_context(
         ("Lena", "user", "I signed up for a gym membership and I go three times a week."),
         ("Rui", "assistant", "That's awesome! Keep going and have fun!"),
     )
