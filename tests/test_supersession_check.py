@@ -239,3 +239,21 @@ def test_a_fact_about_another_subject_is_not_checked():
     quit_job = new_memory("q", unit(1, 0.5), "Dana quit the bakery job.")
     pairs = pairs_to_check([quit_job], shown, vectors)  # type: ignore[arg-type]
     assert [(p.memory, p.shown) for p in pairs] == [(0, 1)]
+    # an add without the user's name writes "User": it may be about Dana
+    unnamed = new_memory("u", unit(1, 0.5), "User quit the bakery job.")
+    pairs = pairs_to_check([unnamed], shown, vectors)  # type: ignore[arg-type]
+    assert [(p.memory, p.shown) for p in pairs] == [(0, 1)]
+    users_father = new_memory("m", unit(1, 0.1), "User's father passed away.")
+    assert pairs_to_check([users_father], shown[:1], vectors[:1]) == []  # type: ignore[arg-type]
+
+
+def test_an_add_without_the_users_name_supersedes_a_fact_that_names_them(tmp_path):
+    """The demo's flow: the first add names the user (facts open with "Joana"), a later one
+    does not (its fact opens with "User"); the move still ends where she lived."""
+    old, new = "Joana lives in the city of Lisbon.", "User lives in the city of Porto now."
+    m = memory(tmp_path, answer(old), answer(new), still_true=lambda prompt: False)
+    m.add([{"role": "user", "content": "Hi, I'm Joana. I live in Lisbon.", "name": "Joana"}],
+          user_id="joana")  # fmt: skip
+    m.add("I live in the city of Porto now.", user_id="joana")
+    every = m.get_all(filters={"user_id": "joana"}, include_superseded=True)["results"]
+    assert {r["memory"]: r["state"] for r in every} == {old: "superseded", new: "active"}

@@ -58,8 +58,11 @@ def subject_of(text: str, lexicon: Lexicon = ENGLISH) -> tuple[str, str | None]:
 
 
 def same_subject(first: str, second: str, lexicon: Lexicon = ENGLISH) -> bool:
-    """Whether two facts may be about the same person or thing: the same opening word, and,
-    when both open with a possessive, the same thing owned ("Ana's mother" is not "Ana's
-    father"; "Ana's job" may be what "Ana works ..." is about)."""
+    """Whether two facts may be about the same person or thing: the same opening word (a side
+    word such as "User" may stand for any name: an add without the user's name writes "User
+    moved to Porto" of the user an earlier add called "Ana"), and, when both open with a
+    possessive, the same thing owned ("Ana's mother" is not "Ana's father"; "Ana's job" may be
+    what "Ana works ..." is about)."""
     (a, a_owned), (b, b_owned) = subject_of(first, lexicon), subject_of(second, lexicon)
-    return a == b and (a_owned is None or b_owned is None or a_owned == b_owned)
+    same = a == b or a in lexicon.side_words or b in lexicon.side_words
+    return same and (a_owned is None or b_owned is None or a_owned == b_owned)
