@@ -101,6 +101,13 @@ class CheckContext:
         object.__setattr__(self, "people_in", _NamesOnce(self.people_in))
 
 
+def said_by_named_speakers(fact: Fact, messages: Sequence[NewMessage]) -> bool:
+    """Whether every source message of `fact` has a plain name for its speaker: a dialogue
+    between people, where every fact can name whom it is about."""
+    sources = [messages[i] for i in fact.sources]
+    return bool(sources) and all(PLAIN_NAME.fullmatch((m.name or "").strip()) for m in sources)
+
+
 class FactCheck(Protocol):
     """A check of the model's facts: those it keeps (possibly rewritten), and those it drops
     with the reason."""

@@ -33,8 +33,7 @@ from dataclasses import replace
 
 from ..admission import Fact
 from ..lexicon import ENGLISH, Lexicon
-from ..speakers import PLAIN_NAME
-from .base import CheckContext, Dropped
+from .base import CheckContext, Dropped, said_by_named_speakers
 from .content_words import WORD
 
 # Where a fact's parts meet: after a sentence's end, or a dash with spaces around it.
@@ -123,12 +122,10 @@ class PersonClauses:
         kept: list[Fact] = []
         dropped: list[Dropped] = []
         for fact in facts:
-            sources = [ctx.messages[i] for i in fact.sources]
-            named = bool(sources) and all(
-                PLAIN_NAME.fullmatch((m.name or "").strip()) for m in sources
-            )
-            text = clauses_as_a_third_person(fact.text, ctx.lexicon) if named else fact.text
-            text = sentences_naming_their_subject(text, ctx.speakers.every) if named else text
+            text = fact.text
+            if said_by_named_speakers(fact, ctx.messages):
+                text = clauses_as_a_third_person(text, ctx.lexicon)
+                text = sentences_naming_their_subject(text, ctx.speakers.every)
             if not text:
                 dropped.append((fact.text, "speaks as a person: whom 'I' or 'you' means is lost"))
             else:

@@ -6,8 +6,8 @@ message; advice or an order written as a deed; copies of a new message; facts ab
 a message speaks to, moved to them or dropped; copies of the context, invented names, a third
 person's deed moved onto the user); then a fact running on with its message's own words is cut
 back to its third-person opening (a named speaker's, to its clauses in the third person), and
-facts that only name a speaker go; last the rewrites of
-the facts that stay ("User" named, relative dates resolved), so a dropped fact costs no rewrite.
+facts that only name a speaker go; last the rewrites of the facts that stay ("User" named,
+relative dates resolved), so a dropped fact costs no rewrite.
 """
 
 from __future__ import annotations

@@ -21,8 +21,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 from ..admission import Fact
-from ..speakers import PLAIN_NAME
-from .base import CheckContext, Dropped
+from .base import CheckContext, Dropped, said_by_named_speakers
 from .content_words import content_stems
 
 # A fact needs more than this share of its content words in its message, once it has at least
@@ -52,10 +51,11 @@ class UnsupportedFacts:
         kept: list[Fact] = []
         dropped: list[Dropped] = []
         for fact in facts:
-            sources = [ctx.messages[i] for i in fact.sources]
-            named = all(PLAIN_NAME.fullmatch((m.name or "").strip()) for m in sources)
-            said = set().union(*(content_stems(m.content, ignored, ctx.lexicon) for m in sources))
-            why = support_of(fact.text, said, ignored, ctx) if named and sources else ""
+            why = ""
+            if said_by_named_speakers(fact, ctx.messages):
+                sources = [ctx.messages[i].content for i in fact.sources]
+                said = set().union(*(content_stems(c, ignored, ctx.lexicon) for c in sources))
+                why = support_of(fact.text, said, ignored, ctx)
             if why:
                 dropped.append((fact.text, why))
             else:
