@@ -64,3 +64,39 @@ def test_a_fact_with_a_third_or_less_of_its_words_in_its_message_is_dropped():
             "shares 1 of its 5 content words with its message",
         )
     ]
+
+
+def test_a_fact_resting_on_a_bracketed_annotation_is_dropped_unless_it_is_about_the_photo():
+    """What a message holds in square brackets describes a photo or an action; read as the
+    speaker's deed it is no fact ("made a handwritten letter" from a photo of one)."""
+    ctx = check_context(
+        ("Lena", "user", "Busy week at work, but it went well! [photo: a handwritten letter "
+         "with a black ink marker on a desk]"),
+        ("Rui", "assistant", "Nice! I baked bread with my son. [sends a picture: a loaf of "
+         "sourdough bread on a wooden board]"),
+    )  # fmt: skip
+    facts = [
+        Fact("Lena wrote a handwritten letter with a black marker.", "user", (0,)),
+        Fact("Lena shared a photo of a handwritten letter on a desk.", "user", (0,)),
+        Fact("Lena had a busy week at work.", "user", (0,)),
+        Fact("Rui has a loaf of sourdough bread on a wooden board.", "assistant", (1,)),
+        Fact("Rui baked bread with his son.", "assistant", (1,)),
+    ]
+    kept, dropped = UnsupportedFacts().check(facts, ctx)
+    assert [f.text for f in kept] == [
+        "Lena shared a photo of a handwritten letter on a desk.",
+        "Lena had a busy week at work.",
+        "Rui baked bread with his son.",
+    ]
+    assert dropped == [
+        ("Lena wrote a handwritten letter with a black marker.",
+         "shares no content word with its message"),
+        ("Rui has a loaf of sourdough bread on a wooden board.",
+         "shares 1 of its 5 content words with its message"),
+    ]  # fmt: skip
+
+
+def test_an_unnamed_users_fact_may_rest_on_an_annotation():
+    ctx = check_context((None, "user", "My new bike! [photo: a red road bike]"))
+    facts = [Fact("User has a red road bike.", "user", (0,))]
+    assert UnsupportedFacts().check(facts, ctx) == (facts, [])

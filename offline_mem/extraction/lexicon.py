@@ -60,6 +60,9 @@ class Lexicon:
     side_words: frozenset[str]  # the words the extraction prompt uses for the two sides
     # verbs whose order includes the speaker ("Let's plan a trip"): a plan, not advice
     proposal_verbs: frozenset[str]
+    # words by which a fact says it is about something shared (a photo, a video) rather than
+    # something done: such a fact may rest on a message's bracketed annotation of it
+    media_words: frozenset[str]
     numbers: Mapping[str, int]  # number words of relative dates ("two days ago")
     # words that, right before a relative date phrase, already say "when" ("since yesterday")
     prepositions: frozenset[str]
@@ -207,6 +210,13 @@ ENGLISH = Lexicon(
     naming_words=frozenset({"name", "named", "names", "called", "call", "calls", "goes", "go"}),
     side_words=frozenset({"user", "assistant"}),
     proposal_verbs=frozenset({"let"}),
+    media_words=frozenset(
+        """
+        photo photos picture pictures pic pics image images video videos screenshot screenshots
+        selfie selfies clip clips recording share shares shared sharing send sends sent post
+        posts posted
+        """.split()  # noqa: SIM905
+    ),
     change_words=frozenset(
         """
         now anymore longer instead nowadays switched switching swapped changed changing replaced
