@@ -63,6 +63,11 @@ class Lexicon:
     # words by which a fact says it is about something shared (a photo, a video) rather than
     # something done: such a fact may rest on a message's bracketed annotation of it
     media_words: frozenset[str]
+    # a sentence with one of these only hopes or considers what it says (checks/hedges.py) ...
+    hedge_words: frozenset[str]
+    hedge_phrase: re.Pattern[str]  # ... or with this ("thinking of trying")
+    # ... and a fact that keeps one of these says so ("may" is left out: it is also a month)
+    intent_words: frozenset[str]
     numbers: Mapping[str, int]  # number words of relative dates ("two days ago")
     # words that, right before a relative date phrase, already say "when" ("since yesterday")
     prepositions: frozenset[str]
@@ -215,6 +220,18 @@ ENGLISH = Lexicon(
         photo photos picture pictures pic pics image images video videos screenshot screenshots
         selfie selfies clip clips recording share shares shared sharing send sends sent post
         posts posted
+        """.split()  # noqa: SIM905
+    ),
+    hedge_words=frozenset(
+        "hope hoping hopefully perhaps wondering considering".split()  # noqa: SIM905
+    ),
+    hedge_phrase=re.compile(r"\bth(?:ink|inking|ought) (?:of|about) \w+ing\b", re.IGNORECASE),
+    intent_words=frozenset(
+        """
+        think thinks thinking thought hope hopes hoping hoped hopefully perhaps maybe might
+        could would consider considers considering considered wonder wonders wondering plan
+        plans planning planned want wants wanted wish wishes wishing interested dream dreams
+        dreaming idea ideas try tries trying intend intends intending
         """.split()  # noqa: SIM905
     ),
     change_words=frozenset(

@@ -2,12 +2,12 @@
 
 Order matters: grounding first corrects each fact's source message and speaker, which the later
 checks read; then the drops (facts of a named speaker that share too few words with their
-message; advice or an order written as a deed; copies of a new message; facts about the person
-a message speaks to, moved to them or dropped; copies of the context, invented names, a third
-person's deed moved onto the user); then a fact running on with its message's own words is cut
-back to its third-person opening (a named speaker's, to its clauses in the third person), and
-facts that only name a speaker go; last the rewrites of the facts that stay ("User" named,
-relative dates resolved), so a dropped fact costs no rewrite.
+message; advice or an order written as a deed; a hope stated as done; copies of a new message;
+facts about the person a message speaks to, moved to them or dropped; copies of the context,
+invented names, a third person's deed moved onto the user); then a fact running on with its
+message's own words is cut back to its third-person opening (a named speaker's, to its clauses in
+the third person), and facts that only name a speaker go; last the rewrites of the facts that
+stay ("User" named, relative dates resolved), so a dropped fact costs no rewrite.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from .grounding import (
     SubjectSwaps,
     UserPlaceholders,
 )
+from .hedges import HedgedFacts
 from .turn_copies import TurnCopies
 from .unsupported import UnsupportedFacts
 
@@ -35,6 +36,7 @@ FACT_CHECKS: tuple[FactCheck, ...] = (
     Misattributions(),
     UnsupportedFacts(),
     AdviceFacts(),
+    HedgedFacts(),
     TurnCopies(),
     AddressedFacts(),
     ContextCopies(),
