@@ -52,6 +52,23 @@ def test_a_question_without_a_you_is_no_fact_either_unless_it_tells_of_the_write
                         "a question to the other person, not a fact")]  # fmt: skip
 
 
+def test_a_question_to_the_other_person_is_no_fact_even_naming_them_or_the_writer_as_we():
+    kept, dropped = _check(
+        "Did you ever check out that climbing gym we talked about? Could you tell me what got "
+        "you into climbing? Did you know I joined a club?",
+        "Priya checked out the climbing gym with Tomasz",
+        "Priya is into climbing",
+        "Priya joined a club",
+        "Priya asked Tomasz what got him into climbing",
+    )
+    assert kept == ["Priya joined a club", "Priya asked Tomasz what got him into climbing"]
+    assert dropped == [
+        ("Priya checked out the climbing gym with Tomasz",
+         "a question to the other person, not a fact"),
+        ("Priya is into climbing", "a question to the other person, not a fact"),
+    ]  # fmt: skip
+
+
 def test_facts_about_the_speaker_or_naming_both_stay():
     kept, _ = _check(
         "I planted tomatoes last week, you should too. Thank you for the seeds!",

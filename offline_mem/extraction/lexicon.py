@@ -47,6 +47,9 @@ class Lexicon:
     strip_ending: Callable[[str], str]  # a crude stem: the word without its inflection
     first_person: frozenset[str]  # "I", "my", ...: a sentence about the speaker
     second_person: frozenset[str]  # "you", "your", ...: words a third-person fact never keeps
+    first_person_subject: frozenset[str]  # "i": the speaker says something of themself
+    # words by which a fact says that someone asked ("<name> asked <other> about the trip")
+    asking_words: frozenset[str]
     first_possessive: frozenset[str]  # "my", "our": what follows is the speaker's
     second_possessive: frozenset[str]  # "your": what follows is the person addressed's
     possessive_suffixes: tuple[str, ...]  # how a name is made possessive ("<name>'s")
@@ -209,6 +212,8 @@ ENGLISH = Lexicon(
     strip_ending=_english_ending,
     first_person=frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours"}),
     second_person=frozenset({"you", "your", "yours", "yourself", "yourselves"}),
+    first_person_subject=frozenset({"i"}),
+    asking_words=frozenset({"ask", "asks", "asked", "asking", "wonders", "wondered", "curious"}),
     first_possessive=frozenset({"my", "our"}),
     second_possessive=frozenset({"your"}),
     possessive_suffixes=("'s ", "’s "),

@@ -10,9 +10,12 @@ second-person word and no first-person word, and the fact does not name the othe
 whose thing the message gives the person addressed and never the speaker ("<speaker>'s store looks
 great" from the speaker's "I love how your store looks"). A question is no fact: dropped, also one
 without a second-person word ("Tried the new ramen bar yet?" had become "<speaker> tried the new
-ramen bar"), unless it has a first-person word ("Did I tell you I moved?"). A statement is rewritten
-to open with the other person's name when the add's messages name exactly one other speaker, else
-dropped.
+ramen bar"), unless it has a first-person word ("Did I tell you I moved?"). A question put to the
+other person (its first personal word "you", no "I" in it) is no fact even when the fact names
+the other person or the question says "we" or "me": "Did you ever check out that spot we talked
+about?" had become "<speaker> checked out the spot with <other>"; a fact that says someone asked
+stays. A statement is rewritten to open with the other person's name when the add's messages
+name exactly one other speaker, else dropped.
 
 Facts credited to the wrong person on real dialogue were mostly of this pattern; what the check
 changed: docs/design/fact-checks.md.
@@ -53,13 +56,23 @@ def move_addressed_facts(
         writer = _plain_name(messages[fact.sources[0]]) if len(fact.sources) == 1 else None
         others = sorted(names - {writer})
         rest = fact.text[len(writer) :] if writer and fact.text.startswith(writer) else None
-        if rest is None or any(set(words_of(o)) <= set(words_of(rest)) for o in others):
+        if rest is None:
             kept.append(fact)
             continue
         # the fact's first sentence is its claim: a fact that runs on ("<speaker> found the
         # perfect spot for the store. Way to go!") is matched by what it says first
         claim = Fact(first_sentence(fact.text), fact.attributed_to, fact.sources)
         sentence = source_sentence(claim, messages, speakers.every, lexicon)
+        if _asks_the_other(sentence, lexicon) and lexicon.asking_words.isdisjoint(
+            words_of(fact.text)
+        ):
+            # "Did you ever check out that spot we talked about?" -> "<writer> checked out
+            # the spot with <other>": naming the other person does not make it a fact
+            dropped.append((fact.text, "a question to the other person, not a fact"))
+            continue
+        if any(set(words_of(o)) <= set(words_of(rest)) for o in others):
+            kept.append(fact)
+            continue
         said = set(words_of(sentence))
         owned = _owned_by_addressee(rest, messages[fact.sources[0]].content, lexicon)
         question = sentence.rstrip().endswith("?")
@@ -75,6 +88,17 @@ def move_addressed_facts(
         else:
             dropped.append((fact.text, "about the person addressed, who is not named"))
     return kept, dropped
+
+
+def _asks_the_other(sentence: str, lexicon: Lexicon) -> bool:
+    """Whether `sentence` is a question put to the other person: its first personal word is
+    second-person and it has no first-person subject ("Could you tell me ...?", "Did you
+    check out the place we talked about?"; not "Did you know I moved?")."""
+    if not sentence.rstrip().endswith("?"):
+        return False
+    said = words_of(sentence)
+    person = next((w for w in said if w in lexicon.first_person | lexicon.second_person), None)
+    return person in lexicon.second_person and lexicon.first_person_subject.isdisjoint(said)
 
 
 # how far after "your" or "my" a word still names what is owned ("your energy and commitment")
