@@ -100,3 +100,11 @@ def test_an_unnamed_users_fact_may_rest_on_an_annotation():
     ctx = check_context((None, "user", "My new bike! [photo: a red road bike]"))
     facts = [Fact("User has a red road bike.", "user", (0,))]
     assert UnsupportedFacts().check(facts, ctx) == (facts, [])
+
+
+def test_a_markdown_links_text_is_the_speakers_own():
+    ctx = check_context(
+        ("Lena", "user", "I wrote about [sourdough baking and rye starters](https://example.org)")
+    )
+    facts = [Fact("Lena wrote about sourdough baking and rye starters.", "user", (0,))]
+    assert UnsupportedFacts().check(facts, ctx) == (facts, [])

@@ -37,7 +37,8 @@ from .content_words import content_stems, words_of
 # SHARE_FROM of them (a two-word fact with one word in common is too little to judge).
 LEAST_SHARE = Fraction(1, 3)
 SHARE_FROM = 3
-ANNOTATION = re.compile(r"\[[^\[\]]*\]")  # "[shares a photo: ...]", "[laughs]"
+# "[photo: ...]", "[laughs]"; not a Markdown link's text ("[my blog](https://...)")
+ANNOTATION = re.compile(r"\[[^\[\]]*\](?!\()")
 
 
 def support_of(fact: str, said: set[str], ignored: frozenset[str], ctx: CheckContext) -> str:
