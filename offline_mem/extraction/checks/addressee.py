@@ -97,7 +97,8 @@ def _asks_the_other(sentence: str, lexicon: Lexicon) -> bool:
     if not sentence.rstrip().endswith("?"):
         return False
     said = words_of(sentence)
-    person = next((w for w in said if w in lexicon.first_person | lexicon.second_person), None)
+    personal = lexicon.first_person | lexicon.second_person
+    person = next((w for w in said if w in personal), None)
     return person in lexicon.second_person and lexicon.first_person_subject.isdisjoint(said)
 
 

@@ -31,9 +31,8 @@ class HedgedFacts:
         dropped: list[Dropped] = []
         for fact in facts:
             sentence = source_sentence(fact, ctx.messages, ctx.speakers.every, lexicon)
-            hedged = not lexicon.hedge_words.isdisjoint(words_of(sentence)) or bool(
-                lexicon.hedge_phrase.search(sentence)
-            )
+            words = set(words_of(sentence))
+            hedged = bool(lexicon.hedge_words & words or lexicon.hedge_phrase.search(sentence))
             if hedged and lexicon.intent_words.isdisjoint(words_of(fact.text)):
                 dropped.append(
                     (fact.text, "states as true what its message only hopes or considers")
