@@ -58,7 +58,11 @@ def extraction_demo(memory: Memory) -> None:
     everything = memory.get_all(filters=scope, include_superseded=True)
     show("every memory of joana, with its state", brief(everything, "state", "superseded_by"))
     hits = memory.search("where does Joana live?", filters=scope, top_k=2)
-    show("search('where does Joana live?') skips superseded memories", brief(hits, "score"))
+    show(
+        "search('where does Joana live?'): the move ranks first, found by the words of the fact "
+        "it superseded, which stays hidden",
+        brief(hits, "score"),
+    )
     said = memory.search_messages("when did I move to Porto?", filters=scope, top_k=1)
     show(
         "search_messages('when did I move to Porto?'): the message itself, dated",

@@ -8,7 +8,7 @@ from datetime import date, timedelta
 import pytest
 
 from offline_mem import Memory
-from offline_mem.retrieval.ranking import Weights
+from offline_mem.retrieval.ranking import Ranked, Weights, carry_to_replacements
 from offline_mem.retrieval.search import SearchRequest, hybrid_search, overfetch
 from offline_mem.store.filters import compile_filters
 
@@ -137,3 +137,15 @@ def test_vector_knn_is_exact_under_selective_and_broad_filters(
     got_sims = sorted((float(sims[pool.index(t)]) for t in got), reverse=True)
     assert len(got) == min(10, kind_count)
     assert np.allclose(got_sims, best, atol=1e-5)  # ties may swap texts, never similarities
+
+
+def test_a_replacement_takes_the_higher_score_of_itself_and_what_it_replaced() -> None:
+    def item(rowid: int, score: float) -> Ranked:
+        return Ranked(rowid, score, score, 0.0, 0.0, 0.0)
+
+    ranked = [item(1, 0.9), item(2, 0.8), item(3, 0.7), item(4, 0.6), item(5, 0.2)]
+    # 1 was replaced by 5, 2 by 3 (whose own score is lower), 4's replacement is not visible
+    out = carry_to_replacements(ranked, {1: 5, 2: 3, 4: None}, top_k=10)
+    assert [(r.rowid, r.score, r.carried_from) for r in out] == [(5, 0.9, 1), (3, 0.8, 2)]
+    assert carry_to_replacements(ranked, {1: 5, 2: 3, 4: None}, top_k=1)[0].rowid == 5
+    assert carry_to_replacements(ranked, {}, top_k=2) == ranked[:2]

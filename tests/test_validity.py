@@ -6,6 +6,7 @@ and `verify` on the file only."""
 
 from __future__ import annotations
 
+import itertools
 from datetime import date, datetime, timezone
 from typing import Any
 
@@ -16,6 +17,7 @@ from offline_mem.errors import ImportRefusedError, ValidationError
 from offline_mem.extraction.lexicon import ENGLISH
 from offline_mem.extraction.validity import valid_from
 from offline_mem.memory import Memory
+from offline_mem.store.candidates import MAX_SUPERSESSIONS, follow_supersessions
 from offline_mem.store.db import Database
 from offline_mem.store.integrity import verify_file
 from offline_mem.testing import FakeEmbedder, FakeEntities, FakeExtractor, answer, changes
@@ -266,3 +268,82 @@ def _edited(line: str, text: str, change: dict) -> str:
     if row.get("type") == "memory" and row.get("text") == text:
         row.update(change)
     return json.dumps(row)
+
+
+# -- what is true now, found by the words of what it replaced -------------------------------------
+
+HOME = "User lives in Lisbon."
+MOVED = "User lives in Porto now."
+MOVED_AGAIN = "User lives in Berlin now."
+
+
+def moves(store: dict[str, Any], *facts: str, metadata: list[dict] | None = None) -> Memory:
+    """One add per fact, a month apart, each replacing the one before."""
+    pairs = tuple(itertools.pairwise(facts))
+    extractor = FakeExtractor(*(answer(f) for f in facts), still_true=changes(*pairs))
+    m = Memory(store, embedder=FakeEmbedder(), extractor=extractor, entities=FakeEntities())
+    for month, fact in enumerate(facts, start=1):
+        m.add(fact.replace("User", "I"), user_id="lena", timestamp=f"2023-0{month}-01",
+              metadata=(metadata or [{}] * len(facts))[month - 1])  # fmt: skip
+    return m
+
+
+def facts_found(m: Memory, query: str, **kwargs: Any) -> list[dict]:
+    found = m.search(query, filters={"user_id": "lena", **kwargs.pop("filters", {})},
+                     threshold=None, explain=True, **kwargs)["results"]  # fmt: skip
+    return [item for item in found if item["kind"] == "fact"]
+
+
+def test_a_search_now_gives_the_replacement_the_score_of_what_it_replaced(any_store) -> None:
+    m = moves(any_store, HOME, MOVED)
+    ids = {text: item["id"] for text, item in by_text(m).items()}
+    # searched in the superseded fact's own words, the fact that replaced it comes first, with
+    # the higher score of the two, and names the memory its score came from
+    (first, *_) = facts_found(m, "Lisbon")
+    assert first["memory"] == MOVED
+    assert first["score_details"]["score_carried_from"] == ids[HOME]
+    assert HOME not in [item["memory"] for item in facts_found(m, "Lisbon")]
+    own = m.search("Lisbon", filters={"user_id": "lena"}, threshold=None, explain=True,
+                   include_superseded=True)["results"]  # fmt: skip
+    scores = {item["memory"]: item["score"] for item in own if item["kind"] == "fact"}
+    assert scores[HOME] > scores[MOVED]  # the words are the old fact's...
+    assert first["score"] == scores[HOME]  # ...and so is the score the new one is found with
+    # a search that shows superseded facts, or one as of a date, ranks each fact by its own words
+    assert "score_carried_from" not in own[0].get("score_details", {})
+    (then, *_) = facts_found(m, "Lisbon", as_of="2023-01-15")
+    assert then["memory"] == HOME and "score_carried_from" not in then["score_details"]
+
+
+def test_a_chain_of_replacements_ends_at_the_fact_true_now(any_store) -> None:
+    m = moves(any_store, HOME, MOVED, MOVED_AGAIN)
+    found = [item["memory"] for item in facts_found(m, "Lisbon")]
+    assert found[0] == MOVED_AGAIN
+    assert HOME not in found and MOVED not in found
+    assert found.count(MOVED_AGAIN) == 1
+
+
+def test_a_replacement_the_filter_leaves_out_carries_nothing(any_store) -> None:
+    m = moves(any_store, HOME, MOVED, metadata=[{"topic": "home"}, {"topic": "travel"}])
+    assert [item["memory"] for item in facts_found(m, "Lisbon")] == [MOVED]
+    assert facts_found(m, "Lisbon", filters={"topic": "home"}) == []
+
+
+def test_a_fact_whose_replacement_was_deleted_stays_replaced(any_store) -> None:
+    m = moves(any_store, HOME, MOVED)
+    m.delete(by_text(m)[MOVED]["id"])
+    assert facts_found(m, "Lisbon") == []
+    assert [i["memory"] for i in facts_found(m, "Lisbon", include_superseded=True)] == [HOME]
+
+
+def test_chains_of_supersessions_are_followed_to_their_end() -> None:
+    links = {1: 2, 2: 3, 4: None, 6: 7, 7: 6}  # 1 -> 2 -> 3; 4's successor gone; 6 <-> 7
+    reads: list[list[int]] = []
+
+    def superseded_by(rowids: list[int]) -> dict[int, int | None]:
+        reads.append(rowids)
+        return {r: links[r] for r in rowids if r in links}
+
+    ends = follow_supersessions([1, 2, 3, 4, 5, 6], superseded_by)
+    assert ends == {1: 3, 2: 3, 4: None, 6: None}  # 3 and 5 were not superseded
+    assert len(reads) == MAX_SUPERSESSIONS  # the cycle is cut, not followed forever
+    assert reads[1] == [2, 3, 7]  # one read per step for all chains

@@ -14,7 +14,7 @@ from ..errors import MemoryNotFoundError, ValidationError, shown
 from ..pinned.embedder import Embedder
 from ..pinned.entities import EntityExtractor
 from ..retrieval.evidence import MESSAGE_WEIGHTS
-from ..retrieval.ranking import Weights
+from ..retrieval.ranking import Ranked, Weights
 from ..retrieval.retriever import Retriever
 from ..retrieval.search import SearchRequest
 from ..store.filters import compile_filters
@@ -164,7 +164,7 @@ class MemoryReader:
                     expired=is_expired(record.expiration_date, now),
                 )
                 if explain:
-                    item["score_details"] = ranked.explain(self.weights, request.threshold)
+                    item["score_details"] = self._fact_details(ranked, request.threshold)
                 if include_sources:
                     item["sources"] = [m.to_dict() for m in self.store.sources(record.rowid)]
             else:
@@ -176,6 +176,15 @@ class MemoryReader:
         if explain:
             return {"results": results, "resolved_query": resolved}
         return {"results": results}
+
+    def _fact_details(self, ranked: Ranked, threshold: float | None) -> dict[str, Any]:
+        """A fact's `score_details`; a score carried from a memory it replaced names that one
+        (retrieval/ranking.carry_to_replacements): the signals are that memory's."""
+        details: dict[str, Any] = ranked.explain(self.weights, threshold)
+        if ranked.carried_from is not None:
+            replaced = self.store.records_by_rowid([ranked.carried_from]).get(ranked.carried_from)
+            details["score_carried_from"] = None if replaced is None else replaced.id
+        return details
 
     def search_messages(
         self,

@@ -14,8 +14,8 @@ shifts with whether any keyword or entity matched at all.)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
 from ..errors import ValidationError
@@ -57,6 +57,8 @@ class Ranked:
     keyword: float
     entity: float
     bm25: float
+    # the rowid of the replaced memory whose score this one carries (carry_to_replacements)
+    carried_from: int | None = None
 
     def explain(self, weights: Weights, threshold: float | None) -> dict[str, float | None]:
         return score_details(self, weights, threshold, bm25=self.bm25)
@@ -121,6 +123,28 @@ def score_and_rank(
         ranked.append(Ranked(c.rowid, score, semantic, keyword, entity, bm25))
     ranked.sort(key=lambda r: (-r.score, r.rowid))
     return ranked[:top_k]
+
+
+def carry_to_replacements(
+    ranked: Sequence[Ranked], replacements: Mapping[int, int | None], top_k: int
+) -> list[Ranked]:
+    """A ranking of current memories from one that holds replaced ones too. A replaced memory
+    (a key of `replacements`) leaves the ranking and the memory that replaces it now takes its
+    score when that is higher than its own: it answers what the replaced one answered. A
+    search for where someone lives finds "<name> lives in Lisbon" by its words; "<name> moved
+    to Porto", which superseded it, shares few of them and would rank below the turns that
+    still say Lisbon. A replaced memory with no visible replacement (None) is left out."""
+    best: dict[int, Ranked] = {}
+    for item in ranked:
+        if item.rowid in replacements:
+            successor = replacements[item.rowid]
+            if successor is None:
+                continue
+            item = replace(item, rowid=successor, carried_from=item.rowid)
+        held = best.get(item.rowid)
+        if held is None or item.score > held.score:
+            best[item.rowid] = item
+    return sorted(best.values(), key=lambda r: (-r.score, r.rowid))[:top_k]
 
 
 def interleave(

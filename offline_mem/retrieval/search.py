@@ -5,6 +5,10 @@ the query's entities (N = max(4 * top_k, 60), Mem0's over-fetch), all under the 
 state and expiry condition. Each candidate then gets all three signals — a keyword-only hit is
 scored for similarity too and vice versa — so the final score never depends on which signal
 happened to find it.
+
+A search of what is true now (no `as_of`, superseded memories hidden) also scores the memories a
+later one replaced, and gives the replacing memory the higher of the two scores
+(ranking.carry_to_replacements).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from ..store.filters import CompiledFilter
 from ..store.interface import CandidateQueries
 from ..store.records import MemoryRecord
 from ..values import EntityMention
-from .ranking import Ranked, Signals, Weights, score_and_rank
+from .ranking import Ranked, Signals, Weights, carry_to_replacements, score_and_rank
 
 MIN_OVERFETCH = 60
 
@@ -79,12 +83,22 @@ def search_memories(
     norms = analyzer.query_entity_norms(analysis, mentions)
     n = overfetch(request.top_k)
     use = set(request.signals)
+    # What is true now is searched among the replaced memories too, each standing in for the
+    # memory that replaces it (ranking.carry_to_replacements).
+    current = not request.include_superseded and request.as_of is None
     with store.snapshot():
-        condition = store.search_filter(
+        visible = store.search_filter(
             request.where,
             include_expired=request.include_expired,
             include_superseded=request.include_superseded,
             as_of=request.as_of,
+        )
+        condition = (
+            store.search_filter(
+                request.where, include_expired=request.include_expired, include_superseded=True
+            )
+            if current
+            else visible
         )
         cosine = (
             store.vector_candidates(vector, request.where, condition, k=n)
@@ -125,8 +139,11 @@ def search_memories(
             query_entities=len(known),
             weights=weights,
             threshold=request.threshold,
-            top_k=request.top_k,
+            top_k=len(candidates) if current else request.top_k,
         )
+        if current:
+            replaced = store.replacements([r.rowid for r in ranked], visible)
+            ranked = carry_to_replacements(ranked, replaced, request.top_k)
         records = store.records_by_rowid([r.rowid for r in ranked])
     return SearchOutcome([(records[r.rowid], r) for r in ranked], frozenset(known))
 

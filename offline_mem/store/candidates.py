@@ -58,6 +58,38 @@ def point_similarities(
     return found
 
 
+MAX_SUPERSESSIONS = 64  # links followed from one memory; a longer chain is a damaged file
+
+
+def follow_supersessions(
+    rowids: Sequence[int], superseded_by: Callable[[list[int]], dict[int, int | None]]
+) -> dict[int, int | None]:
+    """For each of `rowids` that was superseded: the memory at the end of its chain (the one
+    that superseded it, the one that superseded that, ...), or None when the chain breaks (a
+    memory that superseded another was deleted) or does not end. `superseded_by(rowids)` gives,
+    for the superseded ones among them, the rowid of the memory that superseded each, None
+    where that one is gone (one read per step of the chains)."""
+    ends: dict[int, int | None] = {}
+    at = {rowid: rowid for rowid in dict.fromkeys(int(r) for r in rowids)}
+    for _ in range(MAX_SUPERSESSIONS):
+        if not at:
+            return ends
+        step = superseded_by(sorted(set(at.values())))
+        following: dict[int, int] = {}
+        for start, rowid in at.items():
+            if rowid not in step:  # not superseded: the end of the chain, or no chain at all
+                if rowid != start:
+                    ends[start] = rowid
+                continue
+            successor = step[rowid]
+            if successor is None:
+                ends[start] = None
+            else:
+                following[start] = successor
+        at = following
+    return ends | dict.fromkeys(at)
+
+
 def filtered_knn(
     db: Database,
     table: VectorTable,
@@ -178,6 +210,29 @@ class CandidateQueries:
             (*rowids, *params),
         )
         return {int(row[0]) for row in rows}
+
+    def replacements(
+        self, rowids: Sequence[int], condition: tuple[str, list[Any]]
+    ) -> dict[int, int | None]:
+        """For each of `rowids` that was superseded, the end of its chain of supersessions when
+        that passes the condition, else None (`follow_supersessions`)."""
+        ends = follow_supersessions(rowids, self._superseded_by)
+        visible = self._passing(sorted({e for e in ends.values() if e is not None}), condition)
+        return {rowid: end if end in visible else None for rowid, end in ends.items()}
+
+    def _superseded_by(self, rowids: list[int]) -> dict[int, int | None]:
+        found: dict[int, int | None] = {}
+        for start in range(0, len(rowids), POINT_CHUNK):
+            chunk = rowids[start : start + POINT_CHUNK]
+            marks = ", ".join("?" for _ in chunk)
+            rows = self.db.query(
+                "SELECT m.rowid, s.rowid FROM memories m"
+                " LEFT JOIN memories s ON s.id = m.superseded_by"
+                f" WHERE m.state = 'superseded' AND m.rowid IN ({marks})",
+                chunk,
+            )
+            found.update({int(old): None if new is None else int(new) for old, new in rows})
+        return found
 
     def vector_similarities(
         self, vector: np.ndarray, rowids: Sequence[int], *, user_id: str | None = None

@@ -111,6 +111,11 @@ class CandidateQueries(Protocol):
         self, norms: Sequence[str], where: CompiledFilter, condition: Condition, *, limit: int
     ) -> EntitySignal: ...
 
+    def replacements(self, rowids: Sequence[int], condition: Condition) -> dict[int, int | None]:
+        """For each of `rowids` that a later memory superseded: the memory at the end of its
+        chain of supersessions when that one passes `condition`, else None."""
+        ...
+
     def records_by_rowid(self, rowids: Sequence[int]) -> dict[int, MemoryRecord]: ...
 
 

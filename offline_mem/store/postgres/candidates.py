@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...timeutil import utc_now
-from ..candidates import ENTITY_CHUNK, EntitySignal
+from ..candidates import ENTITY_CHUNK, EntitySignal, follow_supersessions
 from ..filters import CompiledFilter
 from ..keyword_index import QueryStats, searched_partition
 from . import bm25
@@ -76,6 +76,23 @@ class PgCandidates:
             ([int(r) for r in rowids], *params),
         )
         return {int(row[0]) for row in rows}
+
+    def replacements(
+        self, rowids: Sequence[int], condition: tuple[str, list[Any]]
+    ) -> dict[int, int | None]:
+        """As candidates.CandidateQueries.replacements."""
+        ends = follow_supersessions(rowids, self._superseded_by)
+        visible = self.passing(sorted({e for e in ends.values() if e is not None}), condition)
+        return {rowid: end if end in visible else None for rowid, end in ends.items()}
+
+    def _superseded_by(self, rowids: list[int]) -> dict[int, int | None]:
+        rows = self.db.query(
+            "SELECT m.rowid, s.rowid FROM memories m"
+            " LEFT JOIN memories s ON s.id = m.superseded_by"
+            " WHERE m.state = 'superseded' AND m.rowid = ANY(%s)",
+            (rowids,),
+        )
+        return {int(old): None if new is None else int(new) for old, new in rows}
 
     def keyword_stats(self, terms: Sequence[str], where: CompiledFilter) -> QueryStats:
         return bm25.query_stats(

@@ -214,6 +214,11 @@ class PostgresStore:
     ) -> EntitySignal:
         return self.candidates.entity_candidates(norms, where, condition, limit=limit)
 
+    def replacements(
+        self, rowids: Sequence[int], condition: tuple[str, list[Any]]
+    ) -> dict[int, int | None]:
+        return self.candidates.replacements(rowids, condition)
+
     # -- message search -------------------------------------------------------------------------
 
     def message_candidates(
