@@ -6,6 +6,7 @@ from offline_mem.extraction.admission import Fact
 from offline_mem.extraction.checks.turn_copies import (
     drop_turn_copies,
     is_turn_copy,
+    quotes_a_message,
     shared_in_order,
 )
 from offline_mem.store.records import NewMessage
@@ -63,3 +64,21 @@ def test_only_copies_are_dropped_with_the_reason():
     kept, dropped = drop_turn_copies(facts, messages, [0, 1])
     assert kept == [facts[1]]
     assert dropped == [(facts[0].text, "a copy of a new message, not a fact taken from it")]
+
+
+def test_a_turn_in_quote_marks_is_a_copy_without_a_person_word():
+    turn = "Hey Tomasz! Long time no see! What's up?"
+    assert not is_turn_copy("Priya says Hey Tomasz! Long time no see! What's up?", turn)
+    assert quotes_a_message("Priya says 'Hey Tomasz! Long time no see! What's up?'", turn)
+    assert quotes_a_message("Priya says \"Hey Tomasz! Long time no see! What's up?", turn)  # open
+    assert not quotes_a_message("Priya says 'Hey Tomasz! Long time no see!'", turn)  # 6 of 8
+    # a quoted title, or a quotation from another text, is no copy of the turn
+    game = "Tonight we finally play Walking Dead, the new board game, at my place"
+    assert not quotes_a_message("Priya plays 'Walking Dead' with friends tonight.", game)
+    assert not quotes_a_message("Priya's friends' game night is tonight.", game)
+    kept, dropped = drop_turn_copies(
+        [Fact("Priya says 'Hey Tomasz! Long time no see! What's up?'", "user", (0,))],
+        [NewMessage(id="m1", role="user", name="Priya", observed_at=None, content=turn)],
+        [0],
+    )
+    assert kept == [] and len(dropped) == 1

@@ -69,6 +69,9 @@ class Lexicon:
     # a sentence with one of these only hopes or considers what it says (checks/hedges.py) ...
     hedge_words: frozenset[str]
     hedge_phrase: re.Pattern[str]  # ... or with this ("thinking of trying")
+    # a sentence opening with this guesses at the other person's lot ("Must be tough living in
+    # the city"): a modal with no subject before it
+    guess_opening: re.Pattern[str]
     # ... and a fact that keeps one of these says so ("may" is left out: it is also a month)
     intent_words: frozenset[str]
     numbers: Mapping[str, int]  # number words of relative dates ("two days ago")
@@ -231,6 +234,9 @@ ENGLISH = Lexicon(
         "hope hoping hopefully perhaps wondering considering".split()  # noqa: SIM905
     ),
     hedge_phrase=re.compile(r"\bth(?:ink|inking|ought) (?:of|about) \w+ing\b", re.IGNORECASE),
+    guess_opening=re.compile(
+        r"^\W*(?:\w+,\s*)?(?:must|should|would|could|might)\s+(?:be|have)\b", re.IGNORECASE
+    ),
     intent_words=frozenset(
         """
         think thinks thinking thought hope hopes hoping hoped hopefully perhaps maybe might

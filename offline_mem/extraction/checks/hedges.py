@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from ..admission import Fact
 from .base import CheckContext, Dropped
 from .content_words import words_of
-from .grounding import source_sentence
+from .grounding import first_sentence, source_sentence
 
 
 class HedgedFacts:
@@ -30,12 +30,19 @@ class HedgedFacts:
         kept: list[Fact] = []
         dropped: list[Dropped] = []
         for fact in facts:
-            sentence = source_sentence(fact, ctx.messages, ctx.speakers.every, lexicon)
+            # the claim is the fact's first sentence, as for advice: a later one is the turn
+            # copied on, which CopiedTails cuts off afterwards
+            claim = Fact(first_sentence(fact.text), fact.attributed_to, fact.sources)
+            sentence = source_sentence(claim, ctx.messages, ctx.speakers.every, lexicon)
             words = set(words_of(sentence))
-            hedged = bool(lexicon.hedge_words & words or lexicon.hedge_phrase.search(sentence))
+            hedged = bool(
+                lexicon.hedge_words & words
+                or lexicon.hedge_phrase.search(sentence)
+                or lexicon.guess_opening.match(sentence)
+            )
             if hedged and lexicon.intent_words.isdisjoint(words_of(fact.text)):
                 dropped.append(
-                    (fact.text, "states as true what its message only hopes or considers")
+                    (fact.text, "states as true what its message only hopes, guesses or considers")
                 )
             else:
                 kept.append(fact)

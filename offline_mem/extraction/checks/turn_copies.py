@@ -10,7 +10,9 @@ first word, and keeps one of its first- or second-person words ("I", "my", "you"
 in the third person. So a copy with a date resolved inside it still is one, while a rewrite ("User
 adopted a grey cat called Pixel" from "I adopted a grey cat called Pixel", 6 of 7 words), a
 half-rewrite ("User started eating meat again, I'm no longer vegetarian.", the change a supersession
-needs) and a fact that restates one clause of a long turn stay.
+needs) and a fact that restates one clause of a long turn stay. A fact that puts the message in
+quote marks ("<speaker> says 'Hey! Long time no see! What's up?'") is a copy by its own account,
+person words or not.
 """
 
 from __future__ import annotations
@@ -64,6 +66,23 @@ def is_turn_copy(fact: str, message: str, lexicon: Lexicon = ENGLISH) -> bool:
     )
 
 
+# A quotation in a fact: from an opening quote mark at a word's start to its closing mark, or to
+# the end of the fact when a later check cut it off inside the quotation.
+_QUOTATION = re.compile(r"""(?:^|\s)['"‘“](?P<quoted>\w.*?)(?:['"’”](?=\W|$)|$)""")
+
+
+def quotes_a_message(fact: str, message: str) -> bool:
+    """Whether `fact` quotes `message` ("<name> says 'Hey! Long time no see! What's up?'"): a
+    quotation in it shares COPY_SHARE of the message's words in order, and COPY_MIN_WORDS. The
+    quote marks say it is a copy, so it needs no first- or second-person word to be one."""
+    said = words(message)
+    return any(
+        len(shared_in_order(words(m.group("quoted")), said))
+        >= max(COPY_MIN_WORDS, COPY_SHARE * len(said))
+        for m in _QUOTATION.finditer(fact)
+    )
+
+
 def drop_turn_copies(
     facts: Sequence[Fact],
     messages: Sequence[NewMessage],
@@ -75,7 +94,11 @@ def drop_turn_copies(
     kept: list[Fact] = []
     dropped: list[Dropped] = []
     for fact in facts:
-        if any(is_turn_copy(fact.text, messages[i].content, lexicon) for i in shown):
+        if any(
+            is_turn_copy(fact.text, messages[i].content, lexicon)
+            or quotes_a_message(fact.text, messages[i].content)
+            for i in shown
+        ):
             dropped.append((fact.text, "a copy of a new message, not a fact taken from it"))
         else:
             kept.append(fact)
