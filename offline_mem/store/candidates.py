@@ -90,6 +90,18 @@ def follow_supersessions(
     return ends | dict.fromkeys(at)
 
 
+def visible_replacements(
+    rowids: Sequence[int],
+    superseded_by: Callable[[list[int]], dict[int, int | None]],
+    passing: Callable[[list[int]], set[int]],
+) -> dict[int, int | None]:
+    """For each of `rowids` that was superseded, the end of its chain (`follow_supersessions`)
+    when `passing` accepts it, else None: a store's `replacements`."""
+    ends = follow_supersessions(rowids, superseded_by)
+    visible = passing(sorted({end for end in ends.values() if end is not None}))
+    return {rowid: end if end in visible else None for rowid, end in ends.items()}
+
+
 def filtered_knn(
     db: Database,
     table: VectorTable,
@@ -215,10 +227,10 @@ class CandidateQueries:
         self, rowids: Sequence[int], condition: tuple[str, list[Any]]
     ) -> dict[int, int | None]:
         """For each of `rowids` that was superseded, the end of its chain of supersessions when
-        that passes the condition, else None (`follow_supersessions`)."""
-        ends = follow_supersessions(rowids, self._superseded_by)
-        visible = self._passing(sorted({e for e in ends.values() if e is not None}), condition)
-        return {rowid: end if end in visible else None for rowid, end in ends.items()}
+        that passes the condition, else None (`visible_replacements`)."""
+        return visible_replacements(
+            rowids, self._superseded_by, lambda ends: self._passing(ends, condition)
+        )
 
     def _superseded_by(self, rowids: list[int]) -> dict[int, int | None]:
         found: dict[int, int | None] = {}

@@ -31,7 +31,7 @@ from ..lexicon import ENGLISH, Lexicon
 from ..speakers import PLAIN_NAME
 from .base import CheckContext, Dropped, Speakers
 from .content_words import words_of
-from .grounding import SENTENCE, first_sentence, source_sentence
+from .grounding import SENTENCE, claim_source_sentence
 
 
 def _plain_name(message: NewMessage) -> str | None:
@@ -59,10 +59,7 @@ def move_addressed_facts(
         if rest is None:
             kept.append(fact)
             continue
-        # the fact's first sentence is its claim: a fact that runs on ("<speaker> found the
-        # perfect spot for the store. Way to go!") is matched by what it says first
-        claim = Fact(first_sentence(fact.text), fact.attributed_to, fact.sources)
-        sentence = source_sentence(claim, messages, speakers.every, lexicon)
+        sentence = claim_source_sentence(fact, messages, speakers.every, lexicon)
         if _asks_the_other(sentence, lexicon) and lexicon.asking_words.isdisjoint(
             words_of(fact.text)
         ):

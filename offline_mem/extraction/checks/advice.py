@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from ..admission import Fact
 from .base import CheckContext, Dropped
 from .content_words import words_of
-from .grounding import first_sentence, source_sentence
+from .grounding import claim_source_sentence
 
 
 class AdviceFacts:
@@ -27,9 +27,9 @@ class AdviceFacts:
         if not facts:
             return [], []
         lexicon = ctx.lexicon
-        # a fact that runs on with its message's words is judged by its claim, its first sentence
-        claims = [Fact(first_sentence(f.text), f.attributed_to, f.sources) for f in facts]
-        sentences = [source_sentence(c, ctx.messages, ctx.speakers.every, lexicon) for c in claims]
+        sentences = [
+            claim_source_sentence(f, ctx.messages, ctx.speakers.every, lexicon) for f in facts
+        ]
         verbs = ctx.opening_verbs(sentences)
         kept: list[Fact] = []
         dropped: list[Dropped] = []

@@ -120,6 +120,16 @@ def source_sentence(
     return closest_sentence(fact.text, [messages[i].content for i in fact.sources], names, lexicon)
 
 
+def claim_source_sentence(
+    fact: Fact, messages: Sequence[NewMessage], names: frozenset[str], lexicon: Lexicon
+) -> str:
+    """The source sentence of a fact's claim, its first sentence (`first_sentence`): a fact that
+    runs on with its message's words is judged by what it says first, and the words copied on
+    after it (cut off later by CopiedTails) do not pick the sentence."""
+    claim = Fact(first_sentence(fact.text), fact.attributed_to, fact.sources)
+    return source_sentence(claim, messages, names, lexicon)
+
+
 def closest_sentence(
     text: str, sources: Sequence[str], names: frozenset[str], lexicon: Lexicon
 ) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from ..admission import Fact
 from .base import CheckContext, Dropped
 from .content_words import words_of
-from .grounding import first_sentence, source_sentence
+from .grounding import claim_source_sentence
 
 
 class HedgedFacts:
@@ -30,10 +30,7 @@ class HedgedFacts:
         kept: list[Fact] = []
         dropped: list[Dropped] = []
         for fact in facts:
-            # the claim is the fact's first sentence, as for advice: a later one is the turn
-            # copied on, which CopiedTails cuts off afterwards
-            claim = Fact(first_sentence(fact.text), fact.attributed_to, fact.sources)
-            sentence = source_sentence(claim, ctx.messages, ctx.speakers.every, lexicon)
+            sentence = claim_source_sentence(fact, ctx.messages, ctx.speakers.every, lexicon)
             words = set(words_of(sentence))
             hedged = bool(
                 lexicon.hedge_words & words

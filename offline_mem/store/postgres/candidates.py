@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...timeutil import utc_now
-from ..candidates import ENTITY_CHUNK, EntitySignal, follow_supersessions
+from ..candidates import ENTITY_CHUNK, EntitySignal, visible_replacements
 from ..filters import CompiledFilter
 from ..keyword_index import QueryStats, searched_partition
 from . import bm25
@@ -81,9 +81,9 @@ class PgCandidates:
         self, rowids: Sequence[int], condition: tuple[str, list[Any]]
     ) -> dict[int, int | None]:
         """As candidates.CandidateQueries.replacements."""
-        ends = follow_supersessions(rowids, self._superseded_by)
-        visible = self.passing(sorted({e for e in ends.values() if e is not None}), condition)
-        return {rowid: end if end in visible else None for rowid, end in ends.items()}
+        return visible_replacements(
+            rowids, self._superseded_by, lambda ends: self.passing(ends, condition)
+        )
 
     def _superseded_by(self, rowids: list[int]) -> dict[int, int | None]:
         rows = self.db.query(
